@@ -1,0 +1,43 @@
+# PySandboxes: every target bootstraps what it needs on a fresh Debian machine.
+SHELL := /bin/bash
+.DEFAULT_GOAL := help
+
+export UV_PYTHON_DOWNLOADS := never
+export UV_PYTHON ?= $(shell command -v python3)
+UV ?= $(shell command -v uv 2>/dev/null || echo python3 -m uv)
+VENV := .venv
+STAMP := $(VENV)/.synced
+
+.PHONY: help demo test lint bench bootstrap clean
+
+help:
+	@echo "make demo   - show a policy being loaded, checked and explained"
+	@echo "make test   - run the whole test suite"
+	@echo "make lint   - ruff and mypy"
+	@echo "make bench  - benchmarks, side by side with pysandboxes 0.7.0"
+
+bootstrap: $(STAMP)
+
+$(STAMP): pyproject.toml uv.lock packages/*/pyproject.toml
+	@$(UV) --version >/dev/null 2>&1 || python3 -m pip install --quiet uv \
+		|| python3 -m pip install --quiet --break-system-packages uv
+	$(UV) sync --locked --all-packages --group dev
+	@touch $(STAMP)
+
+demo: $(STAMP)
+	@bash demo/demo.sh
+
+test: $(STAMP)
+	$(UV) run --locked --no-sync pytest -q
+
+lint: $(STAMP)
+	$(UV) lock --check
+	$(UV) run --no-sync ruff check .
+	$(UV) run --no-sync ruff format --check .
+	$(UV) run --no-sync mypy
+
+bench: $(STAMP)
+	$(UV) run --no-sync python bench/run_all.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache .ruff_cache .mypy_cache .hypothesis

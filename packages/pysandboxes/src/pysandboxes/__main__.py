@@ -1,0 +1,3 @@
+from .cli.tool import main
+
+raise SystemExit(main())

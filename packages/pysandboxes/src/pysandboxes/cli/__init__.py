@@ -1,0 +1,1 @@
+"""Command lines: ``python-sb`` and ``pysandboxes`` (this room only wires)."""

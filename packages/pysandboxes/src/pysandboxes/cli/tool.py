@@ -1,0 +1,135 @@
+"""``pysandboxes``: tooling around rule files (``init``, ``check``, ``explain``)."""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from collections.abc import Sequence
+
+from ..errors import RuleSyntaxError
+from ..rules import RULE_FILE_NAME, load_policy, render_template
+from ..rules.api_registry import CATEGORIES, FUNCTIONS_BY_CATEGORY
+from ..rules.review import is_shipped, review
+from .explain import explain
+
+
+def default_os_sandbox() -> str:
+    """``landlock`` where the kernel offers Landlock ABI 4 or later, ``subprocess`` otherwise."""
+    from ..providers.landlock_abi import landlock_abi
+
+    return "landlock" if landlock_abi() >= 4 else "subprocess"
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="pysandboxes",
+        description="Write, check and explain .py-sandboxes rule files.",
+    )
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND")
+    p_init = sub.add_parser("init", help="write the commented template into a new rule file")
+    p_init.add_argument(
+        "path", nargs="?", default=RULE_FILE_NAME, help="file to write (default: %(default)s)"
+    )
+    p_init.add_argument("--force", action="store_true", help="overwrite an existing file")
+    p_init.add_argument(
+        "--os-sandbox",
+        choices=("landlock", "bwrap", "unshare", "firejail", "qemu", "subprocess", "none"),
+        help="default provider written in the file (default: landlock where available, else subprocess)",
+    )
+    p_check = sub.add_parser("check", help="load a rule file, report errors and risky rules")
+    p_check.add_argument("path", nargs="?", default=RULE_FILE_NAME, help="rule file (default: %(default)s)")
+    p_check.add_argument(
+        "--shipped",
+        action="store_true",
+        help="review it as a file that ships with code (also automatic inside a package or a skill)",
+    )
+    p_check.add_argument("--strict", action="store_true", help="exit 1 on warnings too")
+    p_explain = sub.add_parser("explain", help="print the effective policy, each rule with its origin")
+    p_explain.add_argument("path", nargs="?", default=RULE_FILE_NAME, help="rule file (default: %(default)s)")
+    p_explain.add_argument("--api", action="store_true", help="list the sensitive functions of each category")
+    return parser
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = _parser()
+    args = parser.parse_args(argv)
+    if args.command is None:
+        parser.print_help()
+        return 2
+    try:
+        if args.command == "init":
+            return _init(args.path, force=args.force, provider=args.os_sandbox)
+        if args.command == "check":
+            return _check(args.path, shipped=args.shipped, strict=args.strict)
+        return _explain(args.path, api=args.api)
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:
+        # The reader went away (e.g. `pysandboxes explain | head`): not an error of ours.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 0
+
+
+def _init(path: str, *, force: bool, provider: str | None) -> int:
+    if os.path.isdir(path):
+        path = os.path.join(path, RULE_FILE_NAME)
+    if os.path.lexists(path) and not force:
+        print(f"pysandboxes init: {path} already exists; use --force to overwrite it", file=sys.stderr)
+        return 1
+    text = render_template(provider or default_os_sandbox())
+    tmp = f"{path}.tmp.{os.getpid()}"
+    try:
+        with open(tmp, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.replace(tmp, path)
+    except OSError as exc:
+        print(f"pysandboxes init: cannot write {path}: {exc.strerror or exc}", file=sys.stderr)
+        if os.path.lexists(tmp):
+            os.unlink(tmp)
+        return 1
+    print(f"Wrote {path}. Review it, then `pysandboxes check {path}`.")
+    return 0
+
+
+def _load(path: str) -> object:
+    try:
+        return load_policy(path)
+    except RuleSyntaxError as exc:
+        for line in exc.errors:
+            print(line, file=sys.stderr)
+        count = len(exc.errors)
+        print(f"{path}: {count} error{'s' if count > 1 else ''}; nothing was loaded", file=sys.stderr)
+        return None
+
+
+def _check(path: str, *, shipped: bool, strict: bool) -> int:
+    policy = _load(path)
+    if policy is None:
+        return 1
+    from ..rules.policy import Policy
+
+    assert isinstance(policy, Policy)
+    shipped = shipped or (policy.main_file is not None and is_shipped(policy.main_file))
+    remarks = [*policy.notes, *review(policy, shipped=shipped)]
+    for remark in sorted(remarks, key=lambda r: r.sort_key()):
+        print(remark)
+    count = sum(1 for r in policy.rules if r.origin.is_file)
+    files = len(policy.files)
+    status = "OK" if not remarks else f"OK with {len(remarks)} remark{'s' if len(remarks) > 1 else ''}"
+    print(f"{path}: {status} ({count} rules from {files} file{'s' if files > 1 else ''})")
+    return 1 if strict and remarks else 0
+
+
+def _explain(path: str, *, api: bool) -> int:
+    if api:
+        for category, (help_text, _names) in CATEGORIES.items():
+            print(f"{category}: {help_text}")
+            for name in FUNCTIONS_BY_CATEGORY[category]:
+                print(f"    {name}")
+        return 0
+    policy = _load(path)
+    if policy is None:
+        return 1
+    sys.stdout.write(explain(policy))  # type: ignore[arg-type]
+    return 0

@@ -1,0 +1,1 @@
+"""OS providers: one module per provider (this room never decides a rule)."""

@@ -1,0 +1,9 @@
+"""``python-sb``: the console script lives in the core package; this distribution only names it."""
+
+from __future__ import annotations
+
+
+def main() -> int:
+    from pysandboxes.cli.python_sb import main as core_main
+
+    return core_main()
