@@ -3,7 +3,7 @@ SHELL := /bin/bash
 .DEFAULT_GOAL := help
 
 export UV_PYTHON_DOWNLOADS := never
-export UV_PYTHON ?= $(shell command -v python3)
+export UV_PYTHON ?= $(shell python3 -c 'import sys; print(sys.executable)')
 UV ?= $(shell command -v uv 2>/dev/null || echo python3 -m uv)
 VENV := .venv
 STAMP := $(VENV)/.synced

@@ -113,6 +113,8 @@ def explain(policy: Policy) -> str:
     add(
         f"Values returned by @sandbox functions: {policy.remote_result_mode.value} ({_origin(policy.remote_result_mode)})"
     )
+    guard = "on" if policy.remote_result_guard.value else "OFF"
+    add(f"  result guard (denylist in objects mode): {guard} ({_origin(policy.remote_result_guard)})")
     if policy.provider_options:
         add("")
         add("Provider settings (applied only under their provider)")

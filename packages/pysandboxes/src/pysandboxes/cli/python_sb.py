@@ -63,7 +63,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     if config is not None:
         path = locate.for_config(config, cwd)
     elif program[:1] == ["-m"] and len(program) > 1:
-        path = locate.for_module(program[1], cwd)
+        path = locate.for_module(program[1], cwd, [cwd, *sys.path[1:]])
     elif program and not program[0].startswith("-"):
         path = locate.for_script(program[0], cwd)
     else:

@@ -10,6 +10,7 @@ from __future__ import annotations
 from .._record import Record
 from .api_registry import CATEGORIES, CATEGORY_OF
 from .context import Context, Rule
+from .substitution import split_outside_references
 from .values import closest
 
 
@@ -58,7 +59,12 @@ def compile_api(rules: list[Rule], ctx: Context) -> ApiPolicy:
             )
             continue
         allow = action == "ALLOW"
-        for target in (t.strip() for t in targets.split(",")):
+        # Split first, then substitute: a variable fills one target, it cannot add targets.
+        for written in split_outside_references(targets, ","):
+            target = ctx.expand(rule, written.strip())
+            if target is None:
+                continue
+            target = target.strip()
             if not target:
                 ctx.problem(rule.origin, f"'{rule.text}': empty target in the list")
             elif ":" in target:

@@ -17,6 +17,12 @@ _OS_SPAWN = [
     for n in ("spawnl", "spawnle", "spawnlp", "spawnlpe", "spawnv", "spawnve", "spawnvp", "spawnvpe")
 ]
 
+
+def _twins(names: str, module: str) -> list[str]:
+    """The same functions under the C module that ``os`` / ``signal`` re-export."""
+    return [f"{module}.{n}" for n in names.split()]
+
+
 CATEGORIES: MappingProxyType[str, tuple[str, str]] = MappingProxyType(
     {
         # category: (help shown in the template and by explain, functions joined by spaces)
@@ -49,6 +55,12 @@ CATEGORIES: MappingProxyType[str, tuple[str, str]] = MappingProxyType(
                     "_xxsubinterpreters.create",
                     "_interpreters.create",
                     "concurrent.interpreters.create",
+                    "_testinternalcapi.create_interpreter",
+                    "_testinternalcapi.run_in_subinterp_with_config",
+                    "_testcapi.run_in_subinterp",
+                    "_testcapi.run_in_subinterp_with_config",
+                    *_twins("system execv execve posix_spawn posix_spawnp fork forkpty", "posix"),
+                    *_twins("system execv execve spawnv spawnve startfile", "nt"),
                 ]
             ),
         ),
@@ -73,6 +85,9 @@ CATEGORIES: MappingProxyType[str, tuple[str, str]] = MappingProxyType(
                     "resource.setrlimit",
                     "resource.prlimit",
                     "sys.remote_exec",
+                    *_twins("kill killpg nice setpriority abort setsid setpgid setpgrp", "posix"),
+                    *_twins("kill abort", "nt"),
+                    *_twins("alarm setitimer raise_signal pthread_kill", "_signal"),
                 ]
             ),
         ),
@@ -94,6 +109,12 @@ CATEGORIES: MappingProxyType[str, tuple[str, str]] = MappingProxyType(
                     "os.setns",
                     "os.umask",
                     "os.chroot",
+                    *_twins(
+                        "setuid setgid seteuid setegid setreuid setregid setgroups setresuid "
+                        "setresgid initgroups unshare setns umask",
+                        "posix",
+                    ),
+                    *_twins("umask", "nt"),
                 ]
             ),
         ),
@@ -111,8 +132,6 @@ CATEGORIES: MappingProxyType[str, tuple[str, str]] = MappingProxyType(
                     "threading._start_joinable_thread",
                     "threading.settrace",
                     "threading.setprofile",
-                    "threading.settrace_all_threads",
-                    "threading.setprofile_all_threads",
                     "threading.stack_size",
                 ]
             ),
@@ -149,6 +168,8 @@ CATEGORIES: MappingProxyType[str, tuple[str, str]] = MappingProxyType(
                     "sys.setprofile",
                     "sys._settraceallthreads",
                     "sys._setprofileallthreads",
+                    "threading.settrace_all_threads",
+                    "threading.setprofile_all_threads",
                     "sys.monitoring.use_tool_id",
                     "sys.monitoring.register_callback",
                     "sys.monitoring.set_events",

@@ -26,6 +26,8 @@ class Rule(Record):
 
     @property
     def text(self) -> str:
+        if self.key in ("include", "include-optional"):
+            return f'{self.key} "{self.value}"'
         return f"{self.key}={self.value}"
 
     def describe(self) -> str:
@@ -52,6 +54,13 @@ class Context:
         """A remark that does not stop the load (shown by ``pysandboxes check``)."""
         self.notes.append(RuleProblem(origin, message))
 
+    def expand_home(self, value: str) -> str:
+        """``~`` and ``~/x`` from the HOME of this load's environment (``~user`` as usual)."""
+        home = self.environ.get("HOME")
+        if home and (value == "~" or value.startswith("~/")):
+            return home.rstrip("/") + value[1:] if home != "/" else "/" + value[2:]
+        return os.path.expanduser(value)
+
     def expand(self, rule: Rule, text: str) -> str | None:
         """Substitute ``${…}`` in one value; report a problem and return None on failure."""
         try:
@@ -69,7 +78,7 @@ class Context:
             self.problem(rule.origin, f"in '{rule.text}': the path holds a NUL character")
             return None
         if value.startswith("~"):
-            expanded = os.path.expanduser(value)
+            expanded = self.expand_home(value)
             if expanded.startswith("~"):
                 self.problem(
                     rule.origin, f"in '{rule.text}': cannot expand '~': the home directory is unknown"

@@ -61,7 +61,10 @@ def compile_env(env_rules: list[Rule], unenv_rules: list[Rule], ctx: Context) ->
         parsed.append(EnvRule(name, template, rule))
     removals: list[tuple[str, Rule]] = []
     for rule in unenv_rules:
-        pattern = rule.value.strip()
+        expanded = ctx.expand(rule, rule.value.strip())
+        if expanded is None:
+            continue
+        pattern = expanded.strip()
         if not _NAME.fullmatch(pattern):
             ctx.problem(rule.origin, f"'{rule.text}': '{pattern}' is not a valid variable name or pattern")
             continue

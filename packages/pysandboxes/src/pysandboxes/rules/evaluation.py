@@ -21,6 +21,7 @@ from .eval_vocab import (
     SYNTAX_GROUPS,
     ast_node_names,
 )
+from .substitution import split_outside_references
 from .values import closest, parse_decimal_size, parse_duration, parse_int
 
 TYPE_CHECKING = False  # importing typing costs milliseconds at start-up
@@ -103,27 +104,37 @@ def _profile(name: str, rules: list[Rule], ctx: Context) -> EvalProfile:
     scalar_origin: dict[str, Rule] = {}
     for rule in rules:
         base, _ = split_eval_key(rule.key)
-        value = ctx.expand(rule, rule.value.strip())
-        if value is None:
-            continue
         if base in EVAL_SCALARS:
-            if base in scalar_origin:
-                ctx.problem(
-                    rule.origin,
-                    f"'{rule.text}': {base} is already set in this profile at "
-                    f"{scalar_origin[base].origin}; it takes one value",
-                )
+            value = ctx.expand(rule, rule.value.strip())
+            if value is None:
                 continue
+            previous = scalar_origin.get(base)
+            if previous is not None:
+                overrides = previous.origin.is_file and not rule.origin.is_file
+                if not overrides:
+                    if previous.value.strip() != rule.value.strip():
+                        ctx.problem(
+                            rule.origin,
+                            f"'{rule.text}': {base} is already set to another value in this "
+                            f"profile at {previous.origin}; it takes one value",
+                        )
+                    continue
             scalar_origin[base] = rule
             parsed = _scalar(base, value, rule, ctx)
             if parsed is not None:
                 scalars[base] = parsed
             continue
         target = allow[base]
+        value = rule.value.strip()
         if value.upper().startswith("DENY:"):
             target = deny[base]
             value = value[5:]
-        for item in (i.strip() for i in value.split(",")):
+        # Split first, then substitute: a variable fills one name, it cannot add names.
+        for written in split_outside_references(value, ","):
+            item = ctx.expand(rule, written.strip())
+            if item is None:
+                continue
+            item = item.strip()
             if not item:
                 ctx.problem(rule.origin, f"'{rule.text}': empty name in the list")
                 continue

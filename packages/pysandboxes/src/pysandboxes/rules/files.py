@@ -166,6 +166,8 @@ def compile_files(
             if full is None:
                 continue
             pattern = full
+        else:
+            pattern = pattern.rstrip("/")  # ignore=secrets/ hides the directory 'secrets'
         ignores.append(IgnoreRule(pattern, absolute, rule, re.compile(fnmatch.translate(pattern))))
     return FilePolicy(tuple(by_path.values()), tuple(ignores), protected)
 

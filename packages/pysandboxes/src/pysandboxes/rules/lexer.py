@@ -18,6 +18,7 @@ if TYPE_CHECKING:
 # A plain key (``expose-ro``), an ``eval-*`` key with a profile suffix (``eval-call:llm``) or a
 # provider key (``qemu.memory``, ``firejail.seccomp.keep``).
 _KEY = LazyPattern(r"[a-z][a-z0-9_-]*(?::[A-Za-z0-9_-]+)?|[a-z][a-z0-9_-]*\.[A-Za-z0-9_.-]+")
+_LINE_BREAK = LazyPattern(r"\r\n|\r|\n")
 _INCLUDE = LazyPattern(r'(include|include-optional)\s+"((?:[^"\\]|\\.)*)"')
 _INCLUDE_PLATFORM = LazyPattern(r'include-platform=(\S+)\s+"((?:[^"\\]|\\.)*)"')
 
@@ -73,7 +74,9 @@ def lex(text: str) -> tuple[list[Statement], list[LexProblem]]:
     """Cut a rule file into statements; report malformed lines without stopping."""
     statements: list[Statement] = []
     problems: list[LexProblem] = []
-    for number, raw in enumerate(text.splitlines(), start=1):
+    # Only \n, \r\n and \r end a line (str.splitlines() also cuts at form feeds, \x85,
+    # \u2028..., which would shift every line number after them).
+    for number, raw in enumerate(_LINE_BREAK.split(text), start=1):
         if "\x00" in raw:
             problems.append(LexProblem(number, "the line holds a NUL character"))
             continue

@@ -22,6 +22,7 @@ from .network import compile_net
 from .origin import CODE, COMMAND_LINE, Origin
 from .policy import Include, Policy, Setting
 from .provider_keys import PROVIDER_KEYS, PROVIDERS, normalise
+from .substitution import split_outside_references
 from .values import closest, parse_bool, parse_int
 
 RULE_FILE_NAME = ".py-sandboxes"
@@ -84,7 +85,7 @@ class _Reader:
         if value is None:
             return
         if value.startswith("~"):
-            expanded = os.path.expanduser(value)
+            expanded = self.ctx.expand_home(value)
             if expanded.startswith("~"):
                 self.ctx.problem(origin, f'include "{written}": the home directory is unknown')
                 return
@@ -132,6 +133,8 @@ def _read(path: str, origin: Origin, ctx: Context) -> str | None:
     except OSError as exc:
         ctx.problem(origin, f"cannot read {what} '{path}': {exc.strerror or exc}")
         return None
+    if data.startswith(b"\xef\xbb\xbf"):
+        data = data[3:]  # a UTF-8 byte-order mark written by some editors
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -155,7 +158,8 @@ def normalise_extra_rules(
     for index, (key, value) in enumerate(items, start=1):
         origin = Origin(None, index, source)
         head, dot, tail = str(key).partition(".")
-        name = head.replace("_", "-") + dot + tail
+        base, colon, profile = head.partition(":")  # eval_call:my_profile keeps its profile name
+        name = base.replace("_", "-") + colon + profile + dot + tail
         if isinstance(value, (list, tuple, set, frozenset)):
             values = (
                 sorted(str(v) for v in value)
@@ -182,7 +186,8 @@ def _spell(rule: Rule) -> str:
     """How the user wrote an extra rule: ``--expose-ro=/etc`` or ``expose_ro='/etc'``."""
     if rule.origin.source == CODE:
         head, dot, tail = rule.key.partition(".")
-        return f"{head.replace('-', '_')}{dot}{tail}={rule.value!r}"
+        base, colon, profile = head.partition(":")
+        return f"{base.replace('-', '_')}{colon}{profile}{dot}{tail}={rule.value!r}"
     return f"--{rule.key}={rule.value}" if rule.value else f"--{rule.key}"
 
 
@@ -328,9 +333,11 @@ def load_policy(
             "remove py-sandbox=false while learning",
         )
 
-    protected = frozenset([*reader.files, *reader.missing, *([learn_target] if learn_target else [])])
+    guarded = [*reader.files, *reader.missing, *([learn_target] if learn_target else [])]
+    # decide() gets resolved paths: protect the real path of a rule file reached by a symlink too.
+    protected = frozenset([*guarded, *(os.path.realpath(p) for p in guarded)])
     files_policy = compile_files(
-        [*by_key.get("expose-ro", []), *by_key.get("expose-rw", [])],
+        [r for r in all_rules if r.key in ("expose-ro", "expose-rw")],  # in reading order
         by_key.get("ignore", []),
         protected,
         ctx,
@@ -374,7 +381,7 @@ def _singleton(key: str, rules: list[Rule], ctx: Context) -> Rule | None:
     in_files = [r for r in rules if r.origin.is_file]
     extras = [r for r in rules if not r.origin.is_file]
     for dup in in_files[1:]:
-        if dup.value.strip() == in_files[0].value.strip():
+        if _same_value(key, dup.value, in_files[0].value):
             continue  # the same value twice (e.g. learn=false in two profiles) is harmless
         ctx.problem(
             dup.origin,
@@ -390,6 +397,13 @@ def _singleton(key: str, rules: list[Rule], ctx: Context) -> Rule | None:
     if extras:
         return extras[0]
     return in_files[0] if in_files else None
+
+
+def _same_value(key: str, a: str, b: str) -> bool:
+    a, b = a.strip(), b.strip()
+    if key == "learn" or key in ("py-sandbox", "os-sandbox", "remote-result-mode", "remote-result-guard"):
+        return a.lower() == b.lower()
+    return a == b
 
 
 def _learn_target(rule: Rule | None, rule_file: str | None, ctx: Context) -> str | None:
@@ -421,7 +435,7 @@ def _learn_target(rule: Rule | None, rule_file: str | None, ctx: Context) -> str
     if "\x00" in value:
         ctx.problem(rule.origin, f"'{rule.text}': the file name holds a NUL character")
         return None
-    target = os.path.normpath(os.path.join(rule.base_dir, os.path.expanduser(value)))
+    target = os.path.normpath(os.path.join(rule.base_dir, ctx.expand_home(value)))
     parent = os.path.dirname(target)
     if not os.path.isdir(parent):
         ctx.problem(rule.origin, f"'{rule.text}': the directory '{parent}' does not exist; create it first")
@@ -435,10 +449,7 @@ def _learn_target(rule: Rule | None, rule_file: str | None, ctx: Context) -> str
 def _compile_imports(rules: list[Rule], ctx: Context) -> dict[str, Rule]:
     allowed: dict[str, Rule] = {}
     for rule in rules:
-        value = ctx.expand(rule, rule.value)
-        if value is None:
-            continue
-        upper = value.strip().upper()
+        upper = rule.value.strip().upper()
         if upper.startswith(("ALLOW:", "DENY:")):
             ctx.problem(
                 rule.origin,
@@ -446,7 +457,12 @@ def _compile_imports(rules: list[Rule], ctx: Context) -> dict[str, Rule]:
                 "names, e.g. python-import=json, csv",
             )
             continue
-        for name in (n.strip() for n in value.split(",")):
+        # Split first, then substitute: a variable fills one name, it cannot add names.
+        for written in split_outside_references(rule.value, ","):
+            name = ctx.expand(rule, written.strip())
+            if name is None:
+                continue
+            name = name.strip()
             if not name:
                 continue
             if name == "*":
@@ -505,8 +521,13 @@ def _compile_provider_keys(rules: list[Rule], ctx: Context) -> Mapping[str, Mapp
             )
             continue
         previous = seen.get((provider, name))
-        if previous is not None and previous.origin.is_file and rule.origin.is_file:
-            ctx.problem(rule.origin, f"'{rule.text}': {provider}.{name} is already set at {previous.origin}")
+        # Like a singleton: once across files, the command line or code overrides.
+        if previous is not None and not (previous.origin.is_file and not rule.origin.is_file):
+            if previous.value.strip() != rule.value.strip():
+                ctx.problem(
+                    rule.origin,
+                    f"'{rule.text}': {provider}.{name} is already set to another value at {previous.origin}",
+                )
             continue
         seen[(provider, name)] = rule
         value = ctx.expand(rule, rule.value)

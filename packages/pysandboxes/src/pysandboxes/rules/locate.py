@@ -27,6 +27,8 @@ def for_config(config: str | os.PathLike[str], cwd: str) -> str:
 
 
 def for_script(script: str, cwd: str) -> str:
+    if not script:  # -c, - and the REPL: the working directory's file
+        return os.path.join(cwd, RULE_FILE_NAME)
     try:
         directory = os.path.dirname(os.path.realpath(os.path.join(cwd, script)))
     except (OSError, ValueError):

@@ -219,8 +219,8 @@ def _host(text: str, errors: list[str]) -> tuple[tuple[IPNetwork, ...], str | No
     else:
         if net.version == 6 and net.prefixlen >= 96:
             mapped = _as_judged(net.network_address)
-            if mapped.version == 4 and net.prefixlen == 128:
-                net = ipaddress.ip_network(mapped)
+            if mapped.version == 4:  # ::ffff:10.0.0.0/104 is 10.0.0.0/8: judged as IPv4
+                net = ipaddress.ip_network((mapped, net.prefixlen - 96))
         return (net,), None
     if re.fullmatch(r"[0-9./]+|[0-9A-Fa-f:./]*:[0-9A-Fa-f:./]*", candidate):
         errors.append(f"'{text}' is not a valid address or network")

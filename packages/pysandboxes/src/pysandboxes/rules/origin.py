@@ -61,7 +61,8 @@ class Origin(Record):
 
     def __str__(self) -> str:
         if self.path is not None:
-            return f"{display_path(self.path)}({self.line})"
+            shown = display_path(self.path)
+            return f"{shown}({self.line})" if self.line else shown
         if self.label:
             return self.label
         return f"<{self.source}>"

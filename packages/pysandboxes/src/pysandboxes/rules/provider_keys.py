@@ -106,7 +106,9 @@ PROVIDER_KEYS: MappingProxyType[str, MappingProxyType[str, ProviderKey]] = Mappi
                 "9p security model",
             ),
             ProviderKey(
-                "ld_closure_libs", lambda v, k: tuple(p for p in v.split(",") if p), "extra libraries"
+                "ld_closure_libs",
+                lambda v, k: tuple(p.strip() for p in v.split(",") if p.strip()),
+                "extra libraries",
             ),
         ),
     }

@@ -85,9 +85,14 @@ def _reference(text: str, start: int, get: Callable[[str], str | None]) -> tuple
             raise Unset(name)
         return value, i + 1
     if text.startswith(":-", i):
-        default, close = _expand(text, i + 2, get, top=False)
         value = get(name)
-        return (value if value else default), close + 1
+        if value:
+            # The default is not used: check its syntax only (as a shell does, an unset
+            # variable inside an unused default is not an error).
+            _, close = _expand(text, i + 2, lambda _name: "", top=False)
+            return value, close + 1
+        default, close = _expand(text, i + 2, get, top=False)
+        return default, close + 1
     raise SubstitutionError(_malformed(text, start))
 
 
