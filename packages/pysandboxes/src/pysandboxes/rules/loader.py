@@ -11,7 +11,7 @@ from collections.abc import Iterable, Mapping
 from types import MappingProxyType
 
 from ..errors import RuleProblem, RuleSyntaxError
-from .api import compile_api
+from .api import ApiPolicy, compile_api
 from .context import Context, Rule
 from .environment import compile_env
 from .eval_vocab import EVAL_LIST_KEYS, EVAL_SCALARS
@@ -480,12 +480,9 @@ def _compile_imports(rules: list[Rule], ctx: Context) -> dict[str, Rule]:
     return allowed
 
 
-def _check_eval_against_api(profiles: Mapping[str, EvalProfile], api: object, ctx: Context) -> None:
+def _check_eval_against_api(profiles: Mapping[str, EvalProfile], api: ApiPolicy, ctx: Context) -> None:
     if not profiles:
         return
-    from .api import ApiPolicy
-
-    assert isinstance(api, ApiPolicy)
     first = min((r for p in profiles.values() for r in p.rules), key=lambda r: r.origin.sort_key())
     for fn in ("builtins.eval", "builtins.exec", "builtins.compile"):
         decision = api.decide(fn)

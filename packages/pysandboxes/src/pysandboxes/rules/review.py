@@ -8,6 +8,7 @@ from __future__ import annotations
 import os
 
 from ..errors import RuleProblem
+from .origin import BUILTIN, Origin
 from .policy import Policy
 
 
@@ -89,7 +90,5 @@ def review(policy: Policy, *, shipped: bool = False) -> list[RuleProblem]:
     return warnings
 
 
-def _file_origin(policy: Policy) -> object:
-    from .origin import Origin
-
-    return Origin(policy.main_file, 0) if policy.main_file else Origin(None, 0, "built-in", "<template>")
+def _file_origin(policy: Policy) -> Origin:
+    return Origin(policy.main_file, 0) if policy.main_file else Origin(None, 0, BUILTIN, "<template>")
