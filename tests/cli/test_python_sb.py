@@ -1,4 +1,4 @@
-"""`python-sb` as far as it goes today: finding and loading the rules, never running unconfined."""
+"""`python-sb`: finding and loading the rules, and what happens before the program runs."""
 
 from __future__ import annotations
 
@@ -27,13 +27,15 @@ def project(tmp_path: Path) -> Path:
 def test_version_names_python_and_python_sb(project: Path) -> None:
     result = python_sb("--version", cwd=project)
     assert result.returncode == 0
-    assert result.stdout.startswith(f"Python {sys.version.split()[0]} (python-sb ")
+    assert result.stdout == f"Python {sys.version.split()[0]}\n"  # as python prints it
+    result = python_sb("-VV", cwd=project)
+    assert result.stdout.splitlines()[1].startswith("python-sb ")
 
 
 def test_help_lists_the_sandbox_options(project: Path) -> None:
     result = python_sb("--help", cwd=project)
     assert result.returncode == 0
-    assert "--pysandboxes-config=FILE" in result.stdout and "--learn[=FILE]" in result.stdout
+    assert "--pysandboxes-config" in result.stdout and "--learn" in result.stdout
 
 
 def test_a_broken_rule_file_next_to_the_script_stops_with_exit_2(project: Path) -> None:
@@ -56,10 +58,21 @@ def test_the_lock_refuses_a_rule_given_on_the_command_line(project: Path) -> Non
     )
 
 
-def test_a_valid_program_is_not_run_unconfined(project: Path) -> None:
-    (project / ".py-sandboxes").write_text("python-import=json\n")
+def test_a_valid_program_runs_under_its_rules(project: Path) -> None:
+    (project / ".py-sandboxes").write_text(f"expose-rw={project}\nos-sandbox=subprocess\n")
+    (project / "app.py").write_text("open('ran', 'w').close()\nopen('/etc/hostname')\n")
+    result = python_sb("app.py", cwd=project)
+    assert result.returncode == 1
+    assert (project / "ran").exists()
+    assert result.stderr.endswith(
+        "RuleFileNotFoundError: Access to '/etc/hostname' must be accepted by a rule.\n"
+        "Add `expose-ro=/etc` to the rule file to allow it.\n"
+    )
+
+
+def test_a_missing_rule_file_runs_nothing(project: Path) -> None:
     (project / "app.py").write_text("open('ran', 'w').close()\n")
     result = python_sb("app.py", cwd=project)
     assert result.returncode == 2
-    assert "nothing was run" in result.stderr
+    assert "no rule file" in result.stderr
     assert not (project / "ran").exists()

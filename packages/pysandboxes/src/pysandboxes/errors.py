@@ -14,7 +14,19 @@ if TYPE_CHECKING:
     from .rules.origin import Origin
 
 
-__all__ = ["ConfigSyntaxError", "RuleProblem", "RuleSyntaxError", "SandBoxError"]
+__all__ = [
+    "ConfigSyntaxError",
+    "ProviderError",
+    "RuleApiPermissionError",
+    "RuleFileNotFoundError",
+    "RuleModuleNotFoundError",
+    "RulePermissionError",
+    "RuleProblem",
+    "RuleSocketConnectionRefusedError",
+    "RuleSyntaxError",
+    "SandBoxError",
+    "sandbox_denials",
+]
 
 
 class SandBoxError(RuntimeError):
@@ -53,5 +65,108 @@ class RuleSyntaxError(SandBoxError, ValueError):
         return self.message
 
 
+class ProviderError(SandBoxError):
+    """A provider cannot start; the message says why and what to do."""
+
+
 #: The reference implementation's name for the same error.
 ConfigSyntaxError = RuleSyntaxError
+
+
+# -- refusals -------------------------------------------------------------------------------
+# Each refusal is also the builtin error the same failure raises without a sandbox, so code
+# written for `python` (``except FileNotFoundError``, ``except ImportError``) keeps working.
+
+
+class _RuleOSError(OSError):
+    """An OSError whose text stays the rule's message even when a caller sets ``filename``."""
+
+    def __init__(self, errno: int, message: str, filename: str | None = None) -> None:
+        super().__init__(errno, message)
+        self.message = message
+        if filename is not None:
+            self.filename = filename
+
+    def __str__(self) -> str:
+        return self.message
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (type(self), (self.errno, self.message, self.filename))
+
+
+class RuleFileNotFoundError(_RuleOSError, FileNotFoundError, SandBoxError):
+    """A path no ``expose-ro=``/``expose-rw=`` rule covers, or one an ``ignore=`` rule hides."""
+
+    def __init__(self, message: str, filename: str | None = None) -> None:
+        super().__init__(2, message, filename)  # ENOENT
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (type(self), (self.message, self.filename))
+
+
+class RulePermissionError(_RuleOSError, PermissionError, SandBoxError):
+    """A write to a read-only exposure or to the active rule files."""
+
+    def __init__(self, message: str, filename: str | None = None) -> None:
+        super().__init__(13, message, filename)  # EACCES
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (type(self), (self.message, self.filename))
+
+
+class RuleSocketConnectionRefusedError(_RuleOSError, ConnectionRefusedError, SandBoxError):
+    """A connection, listening socket or name lookup no ``net=`` rule allows."""
+
+    def __init__(self, message: str) -> None:
+        super().__init__(111, message)  # ECONNREFUSED
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (type(self), (self.message,))
+
+
+class RuleApiPermissionError(_RuleOSError, PermissionError, SandBoxError):
+    """A sensitive function (``python-api=`` registry) that no rule allows."""
+
+    def __init__(self, message: str, qualname: str = "", category: str = "") -> None:
+        super().__init__(13, message)
+        self.qualname = qualname
+        self.category = category
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (type(self), (self.message, self.qualname, self.category))
+
+
+class RuleModuleNotFoundError(ModuleNotFoundError, SandBoxError):
+    """An import no ``python-import=`` rule allows."""
+
+    def __init__(self, message: str, name: str | None = None) -> None:
+        super().__init__(message, name=name)
+        self.message = message
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (type(self), (self.message, self.name))
+
+
+def sandbox_denials(exc: BaseException | None) -> list[str]:
+    """The sandbox refusals behind ``exc``: ``"ExcName: message"``, innermost first.
+
+    Follows ``__cause__`` and ``__context__`` and the members of exception groups. An empty
+    list means the failure was not a sandbox refusal.
+    """
+    found: list[str] = []
+    seen: set[int] = set()
+
+    def visit(e: BaseException | None) -> None:
+        if e is None or id(e) in seen:
+            return
+        seen.add(id(e))
+        visit(e.__cause__)
+        visit(e.__context__)
+        if isinstance(e, BaseExceptionGroup):
+            for member in e.exceptions:
+                visit(member)
+        if isinstance(e, SandBoxError) and not isinstance(e, RuleSyntaxError):
+            found.append(f"{type(e).__name__}: {e}")
+
+    visit(exc)
+    return found

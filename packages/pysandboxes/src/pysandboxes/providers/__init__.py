@@ -1,1 +1,55 @@
-"""OS providers: one module per provider (this room never decides a rule)."""
+"""OS providers: what holds when the code is hostile.
+
+Each provider answers :func:`unavailable_reason` (None when it can start) and is applied by
+the runtime: ``none`` adds nothing, ``subprocess`` starts a fresh interpreter with the filtered
+environment (no OS boundary), ``landlock`` confines the running process itself. A provider
+named by the rules that cannot start is an error, never a silent downgrade.
+"""
+
+from __future__ import annotations
+
+from ..errors import ProviderError
+from ..rules.policy import Policy
+
+#: providers this version can start; the others are recognised by the rules
+IMPLEMENTED = ("none", "subprocess", "landlock")
+PLANNED = ("bwrap", "unshare", "firejail", "qemu")
+
+
+def default_provider() -> str:
+    """``landlock`` where the kernel filters TCP ports (ABI >= 4), ``subprocess`` elsewhere."""
+    from .landlock_abi import landlock_abi
+
+    return "landlock" if landlock_abi() >= 4 else "subprocess"
+
+
+def chosen(policy: Policy) -> tuple[str, str]:
+    """The provider to use and why: ``(name, "the rule …" | "the default")``."""
+    setting = policy.os_sandbox
+    if setting.value:
+        return str(setting.value), setting.rule.describe() if setting.rule else "the rules"
+    return default_provider(), "the default for this machine"
+
+
+def unavailable_reason(name: str) -> str | None:
+    if name in ("none", "subprocess"):
+        return None
+    if name == "landlock":
+        from .landlock import available
+
+        return available()
+    if name in PLANNED:
+        return (
+            f"os-sandbox={name} is not implemented in this version of PySandboxes; "
+            f"use os-sandbox=landlock (or subprocess)"
+        )
+    return f"unknown provider '{name}'"
+
+
+def require(policy: Policy) -> str:
+    """The provider name, or :class:`ProviderError` with the reason and what to do."""
+    name, why = chosen(policy)
+    reason = unavailable_reason(name)
+    if reason is not None:
+        raise ProviderError(f"os-sandbox={name} (from {why}) cannot start: {reason}")
+    return name

@@ -1,0 +1,359 @@
+"""Complete mode: run a whole program under the rules, like ``python`` would run it.
+
+One process: read the program, filter the environment, confine (landlock), arm the guards,
+run. No launcher waits around. When the interpreter itself must start differently
+(``os-sandbox=subprocess``, or options such as ``-O``, ``-X``, ``-I`` that only apply at
+start-up) the process replaces itself (``exec``) with a fresh interpreter, which reads the
+same command line and the host environment from a sealed memory file and goes on from there.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+
+from .cli.cpython_args import COMMAND, MODULE, REPL, SCRIPT, STDIN, CommandLine
+from .errors import ProviderError, RuleSyntaxError, SandBoxError
+from .rules import load_policy, locate
+from .rules.policy import Policy
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+    from typing import Any
+
+_exec = exec  # the real one: the guards replace builtins.exec when dynamic code is denied
+
+#: options a running interpreter can honour itself; any other one needs a fresh interpreter
+_EMULATED = frozenset({"-u", "-B", "-W", "-i", "-q", "-x"})
+_HANDOFF_ENV = "PYSANDBOXES_HANDOFF_FD"
+
+
+class Exit(Exception):
+    """Stop with this exit status after printing ``message`` on stderr."""
+
+    def __init__(self, status: int, message: str = "") -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+
+
+def needs_fresh_interpreter(command: CommandLine) -> bool:
+    return any(opt.startswith("-") and opt not in _EMULATED for opt in _option_names(command))
+
+
+def _option_names(command: CommandLine) -> list[str]:
+    names: list[str] = []
+    skip = False
+    for opt in command.interpreter_options:
+        if skip:
+            skip = False
+            continue
+        names.append(opt)
+        skip = opt in ("-W", "-X", "--check-hash-based-pycs")
+    return names
+
+
+def rule_file_for(command: CommandLine, cwd: str) -> str:
+    if command.config is not None:
+        return locate.for_config(command.config, cwd)
+    if command.mode == MODULE and command.target:
+        return locate.for_module(command.target, cwd, [cwd, *sys.path[1:]])
+    if command.mode == SCRIPT and command.target:
+        return locate.for_script(command.target, cwd)
+    return locate.for_script("", cwd)
+
+
+def load(command: CommandLine, environ: Mapping[str, str], cwd: str) -> Policy:
+    path = rule_file_for(command, cwd)
+    rules = list(command.rules)
+    if command.learn_requested or command.learn_file:
+        rules.append(("learn", command.learn_file or path))
+    policy = load_policy(path, extra_rules=rules, environ=environ, cwd=cwd, missing_file="learn")
+    if policy.learning:
+        if policy.main_file is None:
+            raise Exit(
+                2,
+                f"python-sb: no rule file: {path} does not exist, and learning a first one "
+                "is not available in this version.\nCreate one with `pysandboxes init "
+                f"{os.path.dirname(path) or '.'}`, then add the rules the program needs.",
+            )
+        raise Exit(2, "python-sb: learning mode (--learn) is not available in this version; nothing was run.")
+    if policy.net.hostnames:
+        policy = policy.pin_hostnames(_resolve)
+    return policy
+
+
+def _resolve(name: str) -> list[str]:
+    import _socket
+
+    try:
+        answers = _socket.getaddrinfo(name, None, 0, _socket.SOCK_STREAM)
+    except OSError:
+        return []
+    return sorted({str(a[4][0]) for a in answers})
+
+
+# -- the program ---------------------------------------------------------------------------
+
+
+class Program:
+    """What to run, read and compiled before the guards are armed."""
+
+    def __init__(self, command: CommandLine, cwd: str) -> None:
+        self.command = command
+        self.code: Any = None
+        self.main_file: str | None = None  # __file__ of __main__, absolute
+        self.path0 = ""  # sys.path[0]
+        self.argv = list(command.argv)
+        self.run_module: str | None = None
+        mode = command.mode
+        if mode == SCRIPT:
+            assert command.target is not None
+            script = os.path.join(cwd, command.target)
+            if os.path.isdir(script) or (os.path.isfile(script) and _is_zip(script)):
+                self.path0 = os.path.realpath(script)
+                self.run_module = "__main__"
+                self.main_file = os.path.realpath(script)
+                return
+            try:
+                with open(script, "rb") as f:
+                    source = f.read()
+            except OSError as exc:
+                raise Exit(
+                    2,
+                    f"python-sb: can't open file {os.path.abspath(script)!r}: [Errno {exc.errno}] {exc.strerror}",
+                ) from None
+            if command.flags.skip_first_line:
+                source = source.partition(b"\n")[2]
+            self.main_file = os.path.abspath(script)
+            self.path0 = os.path.dirname(os.path.realpath(script))
+            self.code = self._compile(source, self.main_file)
+        elif mode == MODULE:
+            self.path0 = cwd
+            self.run_module = command.target
+        elif mode == COMMAND:
+            self.path0 = ""
+            self.code = self._compile(command.target or "", "<string>")
+        elif mode == STDIN or (mode == REPL and not command.interactive(sys.stdin.isatty())):
+            self.path0 = ""
+            self.code = self._compile(sys.stdin.buffer.read(), "<stdin>")
+            self.argv[0] = "-" if mode == STDIN else ""
+        else:
+            self.path0 = ""
+
+    def _compile(self, source: str | bytes, filename: str) -> Any:
+        optimize = self.command.flags.optimize
+        try:
+            return compile(source, filename, "exec", dont_inherit=True, optimize=optimize or -1)
+        except (SyntaxError, ValueError) as exc:
+            sys.excepthook(type(exc), exc, None)
+            raise Exit(1) from None
+
+
+def _is_zip(path: str) -> bool:
+    import zipfile
+
+    return zipfile.is_zipfile(path)
+
+
+def _fresh_main(program: Program) -> dict[str, Any]:
+    import builtins
+    import types
+
+    module = types.ModuleType("__main__")
+    module.__dict__["__builtins__"] = builtins
+    if program.main_file is not None and program.run_module is None:
+        module.__file__ = program.main_file
+        from importlib.machinery import SourceFileLoader
+
+        module.__loader__ = SourceFileLoader("__main__", program.main_file)
+    elif program.run_module is None:
+        from importlib.machinery import BuiltinImporter
+
+        module.__loader__ = BuiltinImporter
+    sys.modules["__main__"] = module
+    return module.__dict__
+
+
+_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
+
+
+def _strip_own_frames(exc: BaseException) -> Any:
+    """The traceback CPython would show: without the sandbox's own frames."""
+    kept = []
+    tb = exc.__traceback__
+    while tb is not None:
+        if not tb.tb_frame.f_code.co_filename.startswith(_PACKAGE_DIR):
+            kept.append(tb)
+        tb = tb.tb_next
+    for entry, following in zip(kept, [*kept[1:], None], strict=True):
+        entry.tb_next = following
+    first = kept[0] if kept else None
+    exc.__traceback__ = first  # the display reads the exception's own traceback
+    return first
+
+
+def _execute(program: Program, namespace: dict[str, Any]) -> None:
+    if program.run_module is not None:
+        import runpy
+
+        runpy._run_module_as_main(program.run_module, alter_argv=True)  # type: ignore[attr-defined]
+    elif program.code is not None:
+        _exec(program.code, namespace)
+
+
+def _interact(namespace: dict[str, Any], quiet: bool, where: str) -> None:
+    import code
+
+    banner = "" if quiet else f"Python {sys.version} on {sys.platform}\n{where}"
+    with contextlib.suppress(ImportError):
+        import readline  # noqa: F401 - line editing, as in python's REPL
+    code.interact(banner=banner, local=namespace, exitmsg="")
+
+
+def _exit_status(exc: SystemExit) -> int:
+    code = exc.code
+    if code is None:
+        return 0
+    if isinstance(code, int):
+        return code & 0xFF
+    with contextlib.suppress(Exception):  # stderr may be gone
+        sys.stderr.write(f"{code}\n")
+    return 1
+
+
+def run(command: CommandLine, policy: Policy, provider: str, program: Program) -> int:
+    """Arm and run. From here on the program's code is under the rules."""
+    import _signal  # type: ignore[import-not-found]
+
+    from .guards import arm
+
+    raise_signal = _signal.raise_signal  # captured before the API guard wraps it
+    flags = command.flags
+    if flags.unbuffered:
+        for stream in (sys.stdout, sys.stderr):
+            with contextlib.suppress(AttributeError, ValueError):
+                stream.reconfigure(write_through=True)  # type: ignore[union-attr]
+    if flags.dont_write_bytecode:
+        sys.dont_write_bytecode = True
+    if flags.warnoptions:
+        import warnings
+
+        sys.warnoptions[:] = list(flags.warnoptions)
+        warnings._processoptions(sys.warnoptions)  # type: ignore[attr-defined]
+    sys.argv[:] = program.argv
+    if sys.path and not flags.safe_path:
+        sys.path[0] = program.path0
+    elif not flags.safe_path:
+        sys.path.insert(0, program.path0)
+    namespace = _fresh_main(program)
+    _apply_environment(policy)
+    program_files = [program.main_file] if program.main_file and program.run_module is None else []
+    if provider == "landlock":
+        from .providers.landlock import confine, plan_for
+
+        confine(plan_for(policy, program_files=program_files))
+    if program.run_module is not None:
+        import runpy  # noqa: F401 - the runner's own module, loaded before the rules apply
+    if provider != "none":
+        arm(policy, program_files=program_files, extra_imports=_program_modules(program))
+    inspect = flags.inspect or (command.mode == REPL and program.code is None)
+    status = 0
+    try:
+        if program.code is not None or program.run_module is not None:
+            _execute(program, namespace)
+    except SystemExit as exc:
+        status = _exit_status(exc)
+        inspect = False
+    except KeyboardInterrupt as exc:
+        sys.excepthook(type(exc), exc, _strip_own_frames(exc))
+        _signal.signal(_signal.SIGINT, _signal.SIG_DFL)
+        raise_signal(_signal.SIGINT)
+        return 130
+    except BaseException as exc:
+        sys.excepthook(type(exc), exc, _strip_own_frames(exc))
+        status = 1
+    if inspect:
+        where = f"python-sb: under the rules of {policy.main_file} (os-sandbox={provider})"
+        try:
+            _interact(namespace, flags.quiet or command.mode != REPL, where)
+        except SystemExit as exc:
+            return _exit_status(exc)
+    return status
+
+
+def _program_modules(program: Program) -> tuple[str, ...]:
+    if program.run_module and program.run_module != "__main__":
+        return (program.run_module.partition(".")[0],)
+    return ()
+
+
+def _apply_environment(policy: Policy) -> None:
+    """The program starts with the ``env=`` result only (and ``TERM``, for terminals)."""
+    wanted = dict(policy.environment)
+    term = os.environ.get("TERM")
+    if term is not None and "TERM" not in wanted:
+        wanted["TERM"] = term
+    for name in list(os.environ):
+        if name not in wanted:
+            del os.environ[name]
+    for name, value in wanted.items():
+        if os.environ.get(name) != value:
+            os.environ[name] = value
+
+
+# -- a fresh interpreter ---------------------------------------------------------------------
+
+
+def exec_fresh_interpreter(argv: list[str], command: CommandLine, policy: Policy, cwd: str) -> None:
+    """Replace this process with ``python [options] -c BOOT``, handing over argv and env."""
+    import json
+
+    data = json.dumps({"argv": argv, "environ": dict(os.environ), "cwd": cwd}).encode()
+    fd = os.memfd_create("pysandboxes-handoff", os.MFD_CLOEXEC)
+    os.write(fd, data)
+    os.lseek(fd, 0, os.SEEK_SET)
+    os.set_inheritable(fd, True)
+    options = [o for o in command.interpreter_options if o != "-i"]
+    package_root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    boot = (
+        f"import sys; sys.path.insert(0, {package_root!r}); "
+        "from pysandboxes.complete import resume; sys.exit(resume())"
+    )
+    environment = dict(policy.environment)
+    if "TERM" in os.environ and "TERM" not in environment:
+        environment["TERM"] = os.environ["TERM"]
+    environment[_HANDOFF_ENV] = str(fd)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os.execve(sys.executable, [sys.executable, *options, "-c", boot], environment)
+
+
+def resume() -> int:
+    """The fresh interpreter's side of :func:`exec_fresh_interpreter`."""
+    import json
+
+    from . import guards  # noqa: F401 - everything this process needs, imported before the path goes
+    from .cli import python_sb  # noqa: F401
+    from .providers import landlock  # noqa: F401
+
+    sys.path.pop(0)
+    fd = int(os.environ.pop(_HANDOFF_ENV))
+    with os.fdopen(fd, "rb") as f:
+        data = json.loads(f.read())
+    from .cli.python_sb import main
+
+    return main(data["argv"], environ=data["environ"], cwd=data["cwd"], fresh=True)
+
+
+__all__ = [
+    "Exit",
+    "Program",
+    "ProviderError",
+    "RuleSyntaxError",
+    "SandBoxError",
+    "exec_fresh_interpreter",
+    "run",
+]

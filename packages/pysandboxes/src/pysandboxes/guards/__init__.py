@@ -1,0 +1,213 @@
+"""The Python layer: one audit hook (PEP 578) that asks the policy, plus a few wrappers.
+
+:func:`arm` installs it before any code of the program runs. A hook cannot be removed from
+Python, and every function it runs is sealed (see ``_seal.py``): captured originals, fresh
+copies of builtin modules, C base classes and rewritten module globals do not switch it off.
+Calls that raise no audit event (``os.stat``, ``os.setuid``, ``Thread.start``,
+``pickle.loads``…) and the program's imports of modules already loaded are handled by
+wrappers: they stop misused legitimate code, and the OS provider stops hostile code.
+"""
+
+from __future__ import annotations
+
+import builtins
+import logging
+import sys
+from types import FunctionType, MappingProxyType
+
+from ..errors import RuleApiPermissionError, SandBoxError
+from ..rules.policy import Policy
+from . import api as api_guard
+from . import files as file_guard
+from . import imports as import_guard
+from . import network as net_guard
+from ._seal import SEALED_GLOBALS, seal
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable
+    from typing import Any
+
+__all__ = ["arm"]
+
+log = logging.getLogger("pysandboxes.guards")
+
+
+def _hook(event, args, _get=None):  # type: ignore[no-untyped-def]
+    handler = _get(event)
+    if handler is not None:
+        handler(args)
+
+
+def _on_setattr(args, _type=None, _function=None, _sealed=None, _Refused=None):  # type: ignore[no-untyped-def]
+    target = args[0]
+    if _type(target) is _function and target.__globals__ is _sealed:
+        raise _Refused(f"The sandbox's guard function {target.__qualname__} cannot be changed.")
+
+
+class _Armed:
+    """Remembers, per process, that the guards are armed (arming twice would stack hooks)."""
+
+    policy: Policy | None = None
+
+
+def arm(policy: Policy, *, program_files: Iterable[str] = (), extra_imports: Iterable[str] = ()) -> None:
+    """Install the Python layer for ``policy`` in this process. Irreversible."""
+    if _Armed.policy is not None:
+        raise SandBoxError("the sandbox's guards are already armed in this process")
+    library = import_guard.library_prefixes()
+    files = file_guard.build(policy, program_files=program_files)
+    import_check, import_handlers = import_guard.build(policy, extra_imports)
+    refuse, api_handlers = api_guard.build(policy, library)
+    table: dict[str, Callable[[tuple[Any, ...]], None]] = {}
+    table.update(files.handlers)
+    table.update(net_guard.build(policy, files.check))
+    table.update(import_handlers)
+    table.update(api_handlers)
+    protect = seal(
+        _on_setattr,
+        _type=type,
+        _function=FunctionType,
+        _sealed=SEALED_GLOBALS,
+        _Refused=RuleApiPermissionError,
+    )
+    table["object.__setattr__"] = protect
+    table["object.__delattr__"] = protect
+    _install_wrappers(policy, files.check, import_check, refuse, library)
+    hook = seal(_hook, _get=MappingProxyType(table).get)
+    sys.addaudithook(hook)
+    _Armed.policy = policy
+    log.debug("guards armed: %d audit events judged", len(table))
+
+
+# -- wrappers --------------------------------------------------------------------------------
+
+
+def _install_wrappers(
+    policy: Policy,
+    check_file: Callable[..., None],
+    check_import: Callable[[str], None],
+    refuse: Callable[[str], None],
+    library: tuple[str, ...],
+) -> None:
+    import os
+    import posix
+
+    for name, wrapper in file_guard.metadata_wrappers(check_file).items():
+        for module in (os, posix):
+            if hasattr(module, name):
+                setattr(module, name, wrapper)
+    builtins.__import__ = import_guard.import_wrapper(check_import, library)
+
+    denied = api_guard.decisions(policy)
+    pending: dict[str, list[tuple[str, str]]] = {}
+    for module_name, attribute, function in api_guard.WRAPPED:
+        if function not in denied:
+            continue
+        loaded = sys.modules.get(module_name)
+        if loaded is None:
+            pending.setdefault(module_name, []).append((attribute, function))
+        else:
+            _patch(loaded, attribute, function, refuse)
+    if pending:
+        sys.meta_path.insert(0, _PatchOnLoad(pending, refuse))
+    dynamic = [n for n in ("eval", "exec", "compile") if f"builtins.{n}" in denied]
+    for name in dynamic:
+        setattr(builtins, name, _dynamic_code_wrapper(name, getattr(builtins, name), refuse, library))
+
+
+def _patch(module: Any, attribute: str, function: str, refuse: Callable[[str], None]) -> None:
+    owner: Any = module
+    *path, last = attribute.split(".")
+    for part in path:
+        owner = getattr(owner, part, None)
+        if owner is None:
+            return
+    if getattr(owner, last, None) is None:
+        return
+
+    def refused(*args: Any, **kwargs: Any) -> Any:
+        refuse(function)
+        raise RuleApiPermissionError(api_guard.refusal_message(function, "?"), function)
+
+    refused.__name__ = last
+    refused.__qualname__ = attribute
+    try:
+        setattr(owner, last, refused)
+    except (AttributeError, TypeError):  # a C type: its own audit event (if any) decides
+        log.debug("cannot wrap %s.%s", module.__name__, attribute)
+
+
+class _PatchOnLoad:
+    """A meta-path finder that wraps registry functions of modules loaded after arming."""
+
+    def __init__(self, pending: dict[str, list[tuple[str, str]]], refuse: Callable[[str], None]) -> None:
+        self._pending = pending
+        self._refuse = refuse
+
+    def find_spec(self, name: str, path: Any = None, target: Any = None) -> Any:
+        todo = self._pending.get(name)
+        if todo is None:
+            return None
+        for finder in sys.meta_path:
+            if finder is self or not hasattr(finder, "find_spec"):
+                continue
+            spec = finder.find_spec(name, path, target)
+            if spec is not None:
+                break
+        else:
+            return None
+        loader: Any = spec.loader
+        if loader is None or not hasattr(loader, "exec_module"):
+            return spec
+        refuse = self._refuse
+        patches = todo
+
+        class _Loader:
+            def create_module(self, spec: Any) -> Any:
+                return loader.create_module(spec)
+
+            def exec_module(self, module: Any) -> None:
+                loader.exec_module(module)
+                for attribute, function in patches:
+                    _patch(module, attribute, function, refuse)
+
+        spec.loader = _Loader()  # type: ignore[assignment]
+        return spec
+
+
+def _dynamic_code_wrapper(
+    name: str, original: Callable[..., Any], refuse: Callable[[str], None], library: tuple[str, ...]
+) -> Callable[..., Any]:
+    """``eval``/``exec``/``compile`` that name themselves when refused; library code passes."""
+    getframe = sys._getframe
+    function = f"builtins.{name}"
+
+    def from_library(frame: Any) -> bool:
+        filename = frame.f_code.co_filename
+        return isinstance(filename, str) and (filename.startswith(library) or filename.startswith("<frozen "))
+
+    if name == "compile":
+
+        def compile(*args: Any, **kwargs: Any) -> Any:
+            if not from_library(getframe(1)):
+                refuse(function)
+            return original(*args, **kwargs)
+
+        wrapper = compile
+    else:
+
+        def run(source: Any, globals: Any = None, locals: Any = None, /, **kwargs: Any) -> Any:
+            caller = getframe(1)
+            if not from_library(caller):
+                refuse(function)
+            if globals is None:
+                globals = caller.f_globals
+                if locals is None:
+                    locals = caller.f_locals
+            return original(source, globals, locals, **kwargs)
+
+        wrapper = run
+    wrapper.__name__ = wrapper.__qualname__ = name
+    wrapper.__doc__ = original.__doc__
+    return wrapper

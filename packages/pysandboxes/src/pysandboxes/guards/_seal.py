@@ -1,0 +1,69 @@
+"""Sealed functions: guard code whose state sandboxed code cannot rewrite.
+
+The reference implementation keeps its rules and flags in module globals and closure cells;
+sandboxed code reaches them through ``__globals__``, ``__closure__`` or ``sys.modules`` and
+switches the guard off. Here every function the audit hook runs is *sealed*:
+
+* it is rebuilt with :func:`seal` over a private globals dict whose ``__builtins__`` is empty,
+  so it cannot look up a global or builtin name at all (a name it forgot to bind fails closed
+  with ``NameError``, which the hook turns into a refusal);
+* everything it needs (decision tables, C functions, other sealed functions, exception
+  classes) is bound as a positional default. ``__defaults__`` is a tuple, and replacing it or
+  ``__code__`` raises the ``object.__setattr__`` audit event, which the hook refuses for
+  sealed functions;
+* tables are immutable: ``frozenset``, ``tuple``, ``MappingProxyType`` over a dict nothing
+  else references, compiled regular expressions, and ``functools.lru_cache`` (a C object whose
+  cache cannot be written from Python).
+
+So even a frame of the guard reached through a traceback shows only values that cannot be
+changed. ``tests/guards/test_sealed.py`` checks the bytecode of every sealed function.
+"""
+
+from __future__ import annotations
+
+from types import FunctionType
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any
+
+#: the globals of every sealed function: no builtins, nothing to look up
+SEALED_GLOBALS: dict[str, object] = {"__builtins__": {}, "__name__": "pysandboxes.guards"}
+
+#: every sealed function made in this process (for the bytecode test and for debugging)
+_MADE: list[FunctionType] = []
+
+
+def seal(template: Callable[..., Any], **bound: object) -> Callable[..., Any]:
+    """A copy of ``template`` over the sealed globals, its defaults replaced by ``bound``.
+
+    ``template`` declares its state as trailing positional parameters with defaults (by
+    convention named ``_x``); each must be given here.
+    """
+    assert isinstance(template, FunctionType)
+    code = template.__code__
+    if code.co_freevars:
+        raise TypeError(f"{template.__qualname__} uses a closure: bind its state as defaults")
+    names = code.co_varnames[: code.co_argcount]
+    old = template.__defaults__ or ()
+    first = len(names) - len(old)
+    defaults: list[object] = []
+    for i, name in enumerate(names[first:]):
+        if name.startswith("_"):
+            if name not in bound:
+                raise TypeError(f"{template.__qualname__}: no value for {name}")
+            defaults.append(bound.pop(name))
+        else:
+            defaults.append(old[i])
+    if bound:
+        raise TypeError(f"{template.__qualname__}: unknown parameters {sorted(bound)}")
+    made = FunctionType(code, SEALED_GLOBALS, template.__name__, tuple(defaults))
+    made.__qualname__ = template.__qualname__
+    made.__module__ = template.__module__
+    _MADE.append(made)
+    return made
+
+
+def sealed_functions() -> tuple[FunctionType, ...]:
+    return tuple(_MADE)

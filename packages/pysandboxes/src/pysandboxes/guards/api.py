@@ -1,0 +1,189 @@
+"""The sensitive-API guard: ``python-api=ALLOW|DENY:`` over the registry's eight categories.
+
+Where CPython raises an audit event (``os.system``, ``os.exec``, ``os.posix_spawn``,
+``os.fork``, ``subprocess.Popen``, ``os.kill``, ``ctypes.dlopen``/``dlsym``, ``sys.settrace``,
+``gc.get_referrers``, ``pickle.find_class``, ``compile``…) the hook decides, and no copy of a
+module or captured reference escapes it. The registry functions without an event
+(``os.setuid``, ``threading.Thread.start``, ``pickle.loads``…) are replaced by refusing
+wrappers in their modules: that stops ordinary code, not code that digs out the original.
+"""
+
+from __future__ import annotations
+
+import sys
+from types import MappingProxyType
+
+from ..errors import RuleApiPermissionError
+from ..rules.api_registry import CATEGORY_OF
+from ..rules.policy import Policy
+from ._seal import seal
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any
+
+#: audit event -> the registry function it stands for
+EVENTS: MappingProxyType[str, str] = MappingProxyType(
+    {
+        "os.system": "os.system",
+        "os.exec": "os.execv",
+        "os.posix_spawn": "os.posix_spawn",
+        "os.fork": "os.fork",
+        "os.forkpty": "os.forkpty",
+        "subprocess.Popen": "subprocess.Popen",
+        "pty.spawn": "pty.spawn",
+        "os.kill": "os.kill",
+        "os.killpg": "os.killpg",
+        "signal.pthread_kill": "signal.pthread_kill",
+        "resource.setrlimit": "resource.setrlimit",
+        "resource.prlimit": "resource.prlimit",
+        "ctypes.dlopen": "ctypes.CDLL",
+        "ctypes.dlsym": "_ctypes.dlsym",
+        "ctypes.dlsym/handle": "_ctypes.dlsym",
+        "ctypes.call_function": "_ctypes.call_function",
+        "ctypes.cdata": "ctypes.cast",
+        "ctypes.string_at": "ctypes.string_at",
+        "ctypes.wstring_at": "ctypes.wstring_at",
+        "ctypes.PyObj_FromPtr": "ctypes.cast",
+        "sys.settrace": "sys.settrace",
+        "sys.setprofile": "sys.setprofile",
+        "sys.addaudithook": "sys.addaudithook",
+        "gc.get_objects": "gc.get_objects",
+        "gc.get_referrers": "gc.get_referrers",
+        "gc.get_referents": "gc.get_referents",
+        "pickle.find_class": "pickle.Unpickler",
+        "code.__new__": "builtins.compile",
+    }
+)
+
+#: registry functions without an audit event: (module, attribute path, registry name)
+WRAPPED: tuple[tuple[str, str, str], ...] = (
+    *(
+        (m, n, f"os.{n}")
+        for m in ("os", "posix")
+        for n in [
+            "setuid",
+            "setgid",
+            "seteuid",
+            "setegid",
+            "setreuid",
+            "setregid",
+            "setresuid",
+            "setresgid",
+            "setgroups",
+            "initgroups",
+            "unshare",
+            "setns",
+            "umask",
+            "chroot",
+            "nice",
+            "setpriority",
+            "abort",
+            "setsid",
+            "setpgid",
+            "setpgrp",
+            "pidfd_open",
+        ]
+    ),
+    ("os", "popen", "os.popen"),
+    *((m, n, f"signal.{n}") for m in ("signal", "_signal") for n in ("alarm", "setitimer", "raise_signal")),
+    ("_posixsubprocess", "fork_exec", "_posixsubprocess.fork_exec"),
+    ("_thread", "start_new_thread", "_thread.start_new_thread"),
+    ("_thread", "start_new", "_thread.start_new"),
+    ("_thread", "interrupt_main", "_thread.interrupt_main"),
+    ("_thread", "stack_size", "_thread.stack_size"),
+    ("threading", "_start_new_thread", "_thread.start_new_thread"),
+    ("threading", "Thread.start", "threading.Thread.start"),
+    ("threading", "stack_size", "threading.stack_size"),
+    ("pickle", "loads", "pickle.loads"),
+    ("pickle", "load", "pickle.load"),
+    ("_pickle", "loads", "_pickle.loads"),
+    ("_pickle", "load", "_pickle.load"),
+    ("ctypes", "memmove", "ctypes.memmove"),
+    ("ctypes", "memset", "ctypes.memset"),
+    ("ctypes", "cast", "ctypes.cast"),
+    ("importlib", "reload", "importlib.reload"),
+    ("faulthandler", "enable", "faulthandler.enable"),
+    ("faulthandler", "register", "faulthandler.register"),
+    ("faulthandler", "dump_traceback_later", "faulthandler.dump_traceback_later"),
+)
+
+
+def refusal_message(function: str, category: str) -> str:
+    return (
+        f"{function}() is denied by the API guard (category: {category}).\n"
+        f"Add `python-api=ALLOW:{function}` for this function only, or "
+        f"`python-api=ALLOW:{category}` for the whole category."
+    )
+
+
+def _refuse(function, _denied=None, _Refused=None):  # type: ignore[no-untyped-def]
+    found = _denied.get(function)
+    if found is not None:
+        raise _Refused(found[1], function, found[0])
+
+
+def _on_event(args, _name="", _refuse=None):  # type: ignore[no-untyped-def]
+    _refuse(_name)
+
+
+def _on_dlopen(args, _refuse=None):  # type: ignore[no-untyped-def]
+    if args[0] is not None:  # dlopen(NULL) is how ctypes reaches the interpreter at import
+        _refuse("ctypes.CDLL")
+
+
+def _on_prlimit(args, _refuse=None):  # type: ignore[no-untyped-def]
+    if args[2] is not None:  # reading a limit is harmless
+        _refuse("resource.prlimit")
+
+
+def _on_compile(  # type: ignore[no-untyped-def]
+    args, _getframe=None, _library=None, _refuse=None, _str=None, _type=None, _ValueError=None, _depth=2
+):
+    """Code compiled from a string: library code generation passes, the program's does not."""
+    try:
+        frame = _getframe(_depth)
+    except _ValueError:
+        frame = None
+    if frame is not None:
+        filename = frame.f_code.co_filename
+        if _type(filename) is _str and (filename.startswith(_library) or filename.startswith("<frozen ")):
+            return
+    _refuse("builtins.compile")
+
+
+def decisions(policy: Policy) -> MappingProxyType[str, tuple[str, str]]:
+    """Every denied registry function -> (category, message)."""
+    denied: dict[str, tuple[str, str]] = {}
+    for function, category in CATEGORY_OF.items():
+        if not policy.decide_api(function).allowed:
+            denied[function] = (category, refusal_message(function, category))
+    return MappingProxyType(denied)
+
+
+def build(
+    policy: Policy, library: tuple[str, ...]
+) -> tuple[Callable[[str], None], dict[str, Callable[[tuple[Any, ...]], None]]]:
+    denied = decisions(policy)
+    refuse = seal(_refuse, _denied=denied, _Refused=RuleApiPermissionError)
+    handlers: dict[str, Callable[[tuple[Any, ...]], None]] = {}
+    for event, function in EVENTS.items():
+        if function in denied:
+            handlers[event] = seal(_on_event, _name=function, _refuse=refuse)
+    if "ctypes.CDLL" in denied:
+        handlers["ctypes.dlopen"] = seal(_on_dlopen, _refuse=refuse)
+    if "resource.prlimit" in denied:
+        handlers["resource.prlimit"] = seal(_on_prlimit, _refuse=refuse)
+    if "builtins.compile" in denied and "builtins.eval" in denied and "builtins.exec" in denied:
+        handlers["compile"] = seal(
+            _on_compile,
+            _getframe=sys._getframe,
+            _library=library,
+            _refuse=refuse,
+            _str=str,
+            _type=type,
+            _ValueError=ValueError,
+            _depth=2,
+        )
+    return refuse, handlers

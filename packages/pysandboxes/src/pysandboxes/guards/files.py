@@ -1,0 +1,291 @@
+"""The file guard: ``expose-ro=``, ``expose-rw=``, ``ignore=`` and the protected rule files.
+
+Every way of opening or changing a path raises an audit event in CPython's C code (``open``
+covers ``open``, ``io.open``, ``_io.open``, ``FileIO``, ``os.open`` and ``open_code``), so a
+fresh ``_io`` or ``posix`` module changes nothing. Metadata calls (``os.stat``, ``lstat``,
+``access``) raise no event: they are wrapped, which stops ordinary code (``os.path.exists``,
+``pathlib``) but not code that digs out the original function — Landlock does not restrict
+``stat`` either, so a file's existence and size stay visible to hostile code.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import posix
+from types import MappingProxyType
+
+from .._record import Record
+from ..errors import RuleFileNotFoundError, RulePermissionError
+from ..rules.policy import Policy
+from ._seal import seal
+from .paths import make_resolver
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterable
+    from typing import Any
+
+_WRITE_FLAGS = posix.O_WRONLY | posix.O_RDWR | posix.O_CREAT | posix.O_TRUNC | posix.O_APPEND
+
+
+class FileGuard(Record):
+    """The sealed functions of the file guard (built once per run by :func:`build`)."""
+
+    __slots__ = ("check", "handlers", "resolve")
+    #: check(path, write, follow=True, dir_fd=None, op="open") -> None, raises the refusal
+    check: Callable[..., None]
+    resolve: Callable[..., str]
+    #: audit event -> sealed handler(args)
+    handlers: dict[str, Callable[[tuple[Any, ...]], None]]
+
+
+# -- sealed templates: no globals, state bound as defaults (see _seal.py) ------------------
+
+
+def _find_exposure(path, _get=None):  # type: ignore[no-untyped-def]
+    """The exposure covering ``path``: the longest exposed prefix, or None."""
+    probe = path
+    while True:
+        hit = _get(probe)
+        if hit is not None:
+            return hit
+        if probe == "/":
+            return None
+        probe = probe.rpartition("/")[0] or "/"
+
+
+def _check(  # type: ignore[no-untyped-def]
+    path,
+    write,
+    follow=True,
+    dir_fd=None,
+    _resolve=None,
+    _find=None,
+    _exposure_of=None,
+    _ignores=None,
+    _protected=None,
+    _protected_dirs=None,
+    _readlink=None,
+    _decode=None,
+    _str=None,
+    _bytes=None,
+    _int=None,
+    _type=None,
+    _NotFound=None,
+    _Denied=None,
+    _OSError=None,
+):
+    """Allow silently, or raise the refusal that names the rule to add or the rule that refused."""
+    kind = _type(path)
+    if kind is not _str:
+        if kind is _bytes or _bytes in kind.__mro__:
+            path = _decode(path, "utf-8", "surrogateescape")
+        elif kind is _int or _int in kind.__mro__:
+            return  # an open descriptor: already judged when it was opened
+        else:
+            path = _str.__str__(path)
+    else:
+        path = _str.__str__(path)
+    if "\x00" in path:
+        return  # the call itself will fail with ValueError
+    if dir_fd is not None and dir_fd != -1 and not path.startswith("/"):
+        try:
+            base = _readlink("/proc/self/fd/" + _str(dir_fd))
+        except _OSError:
+            raise _NotFound(
+                f"Cannot tell which directory descriptor {dir_fd} is, to check '{path}': "
+                "/proc/self/fd is not readable.",
+                path,
+            ) from None
+        path = base + "/" + path
+    real = _resolve(path, follow)
+    exposure = _exposure_of(real)
+    if exposure is None:
+        exposure = _find(real.rpartition("/")[0] or "/") if real != "/" else None
+        if exposure is None:
+            where = real.rpartition("/")[0] or "/"
+            key = "expose-rw" if write else "expose-ro"
+            raise _NotFound(
+                f"Access to '{real}' must be accepted by a rule.\n"
+                f"Add `{key}={where}` to the rule file to allow it.",
+                path,
+            )
+    root, writable, described = exposure
+    if _ignores:
+        below = real[len(root) :].strip("/")
+        for absolute, match, rule in _ignores:
+            if absolute:
+                probe = real
+                while True:
+                    if match(probe) is not None:
+                        raise _NotFound(f"Access to '{real}' is ignored by rule {rule}", path)
+                    if probe == "/":
+                        break
+                    probe = probe.rpartition("/")[0] or "/"
+            elif below:
+                for part in below.split("/"):
+                    if match(part) is not None:
+                        raise _NotFound(f"Access to '{real}' is ignored by rule {rule}", path)
+    if write:
+        if real in _protected:
+            raise _Denied(f"Cannot write to '{real}': it is part of the active sandbox configuration.", path)
+        for d in _protected_dirs:
+            if d.startswith(real + "/"):
+                raise _Denied(
+                    f"Cannot change '{real}': it holds '{d}', part of the active sandbox configuration.",
+                    path,
+                )
+        if not writable:
+            raise _Denied(
+                f"Cannot write to '{real}': rule {described} exposes it read-only.\n"
+                f"Add `expose-rw=<directory>` for a directory that may be written.",
+                path,
+            )
+
+
+def _on_open(args, _check=None, _write_flags=None):  # type: ignore[no-untyped-def]
+    path, _mode, flags = args
+    _check(path, flags & _write_flags != 0)
+
+
+def _on_read(args, _check=None):  # type: ignore[no-untyped-def]
+    path = args[0]
+    if path is None:
+        path = "."
+    _check(path, False)
+
+
+def _on_change(args, _check=None, _follow=True, _fd_index=-1):  # type: ignore[no-untyped-def]
+    dir_fd = args[_fd_index] if _fd_index >= 0 else None
+    _check(args[0], True, _follow, dir_fd)
+
+
+def _on_two(args, _check=None):  # type: ignore[no-untyped-def]
+    """rename / replace / link: (src, dst, src_dir_fd, dst_dir_fd)."""
+    _check(args[0], True, False, args[2])
+    _check(args[1], True, False, args[3])
+
+
+def _on_symlink(args, _check=None):  # type: ignore[no-untyped-def]
+    """symlink(target, link, dir_fd): only the link is created; the target is judged on use."""
+    _check(args[1], True, False, args[2])
+
+
+def _on_sqlite(args, _check=None, _str=None, _type=None):  # type: ignore[no-untyped-def]
+    database = args[0]
+    if _type(database) is _str:
+        if database == ":memory:" or database == "":
+            return
+        if database.startswith("file:"):
+            database = database[5:].partition("?")[0]
+            if database.startswith("//"):
+                database = "/" + database[2:].partition("/")[2]
+            if database == ":memory:" or database == "":
+                return
+    _check(database, True)
+
+
+# -- building ------------------------------------------------------------------------------
+
+
+def build(policy: Policy, *, program_files: Iterable[str] = ()) -> FileGuard:
+    fp = policy.files_policy
+    exposures: dict[str, tuple[str, bool, str]] = {}
+    for e in fp.exposures:
+        exposures[e.path] = (e.path, e.writable, e.describe())
+    for f in program_files:
+        real = os.path.realpath(f)
+        exposures.setdefault(real, (real, False, f"'{real}' (the program being run)"))
+    table = MappingProxyType(exposures)
+    writable_roots = tuple(sorted(p for p, (_r, w, _d) in exposures.items() if w))
+    resolve = make_resolver(writable_roots)
+    find = functools.lru_cache(maxsize=4096)(seal(_find_exposure, _get=table.get))
+    ignores = tuple((i.absolute, i.regex.match, i.rule.describe()) for i in fp.ignores)
+    protected = frozenset(fp.protected)
+    check = seal(
+        _check,
+        _resolve=resolve,
+        _find=find,
+        _exposure_of=table.get,
+        _ignores=ignores,
+        _protected=protected,
+        _protected_dirs=tuple(sorted(protected)),
+        _readlink=posix.readlink,
+        _decode=bytes.decode,
+        _str=str,
+        _bytes=bytes,
+        _int=int,
+        _type=type,
+        _NotFound=RuleFileNotFoundError,
+        _Denied=RulePermissionError,
+        _OSError=OSError,
+    )
+    on_read = seal(_on_read, _check=check)
+    handlers: dict[str, Callable[[tuple[Any, ...]], None]] = {
+        "open": seal(_on_open, _check=check, _write_flags=_WRITE_FLAGS),
+        "os.listdir": on_read,
+        "os.scandir": on_read,
+        "os.chdir": on_read,
+        "os.walk": on_read,
+        "os.fwalk": on_read,
+        "os.getxattr": on_read,
+        "os.listxattr": on_read,
+        "os.mkdir": seal(_on_change, _check=check, _follow=False, _fd_index=2),
+        "os.rmdir": seal(_on_change, _check=check, _follow=False, _fd_index=1),
+        "os.remove": seal(_on_change, _check=check, _follow=False, _fd_index=1),
+        "os.chmod": seal(_on_change, _check=check, _follow=True, _fd_index=2),
+        "os.chown": seal(_on_change, _check=check, _follow=True, _fd_index=3),
+        "os.utime": seal(_on_change, _check=check, _follow=True, _fd_index=3),
+        "os.truncate": seal(_on_change, _check=check, _follow=True, _fd_index=-1),
+        "os.setxattr": seal(_on_change, _check=check, _follow=True, _fd_index=-1),
+        "os.removexattr": seal(_on_change, _check=check, _follow=True, _fd_index=-1),
+        "os.rename": seal(_on_two, _check=check),
+        "os.link": seal(_on_two, _check=check),
+        "os.symlink": seal(_on_symlink, _check=check),
+        "sqlite3.connect": seal(_on_sqlite, _check=check, _str=str, _type=type),
+    }
+    return FileGuard(check, resolve, handlers)
+
+
+# -- wrappers for the calls that raise no audit event ----------------------------------------
+
+
+def metadata_wrappers(check: Callable[..., None]) -> dict[str, Callable[..., Any]]:
+    """Replacements for ``os.stat`` & co.: ``name -> wrapper`` (applied to ``os`` and ``posix``)."""
+    made: dict[str, Callable[..., Any]] = {}
+
+    def wrap(name: str, write: bool = False, *, follow_kw: bool = True) -> None:
+        original = getattr(posix, name, None)
+        if original is None:
+            return
+
+        @functools.wraps(original)
+        def wrapper(path: Any, *args: Any, **kwargs: Any) -> Any:
+            follow = kwargs.get("follow_symlinks", True) if follow_kw else True
+            check(path, write, follow, kwargs.get("dir_fd"))
+            return original(path, *args, **kwargs)
+
+        del wrapper.__wrapped__
+        made[name] = wrapper
+
+    wrap("stat")
+    wrap("access")
+    wrap("statvfs")
+    wrap("pathconf")
+    wrap("readlink", follow_kw=False)
+    wrap("mkfifo", True, follow_kw=False)
+    wrap("mknod", True, follow_kw=False)
+    wrap("chflags", True)
+    wrap("lchown", True, follow_kw=False)
+
+    lstat_original = posix.lstat
+
+    @functools.wraps(lstat_original)
+    def lstat(path: Any, *args: Any, **kwargs: Any) -> Any:
+        check(path, False, False, kwargs.get("dir_fd"))
+        return lstat_original(path, *args, **kwargs)
+
+    del lstat.__wrapped__
+    made["lstat"] = lstat
+    return made
