@@ -101,13 +101,16 @@ def _resolve(name: str) -> list[str]:
 class Program:
     """What to run, read and compiled before the guards are armed."""
 
-    def __init__(self, command: CommandLine, cwd: str) -> None:
+    def __init__(self, command: CommandLine, cwd: str, *, ipython: bool = False) -> None:
         self.command = command
+        self.ipython = ipython
         self.code: Any = None
         self.main_file: str | None = None  # __file__ of __main__, absolute
         self.path0 = ""  # sys.path[0]
         self.argv = list(command.argv)
         self.run_module: str | None = None
+        #: what the program is read from: readable whatever the rules say
+        self.program_files: list[str] = []
         mode = command.mode
         if mode == SCRIPT:
             assert command.target is not None
@@ -116,6 +119,7 @@ class Program:
                 self.path0 = os.path.realpath(script)
                 self.run_module = "__main__"
                 self.main_file = os.path.realpath(script)
+                self.program_files.append(self.main_file)
                 return
             try:
                 with open(script, "rb") as f:
@@ -129,14 +133,17 @@ class Program:
                 source = source.partition(b"\n")[2]
             self.main_file = os.path.abspath(script)
             self.path0 = os.path.dirname(os.path.realpath(script))
+            self.program_files.append(os.path.realpath(script))
             self.code = self._compile(source, self.main_file)
         elif mode == MODULE:
+            assert command.target is not None
             self.path0 = cwd
             self.run_module = command.target
+            self.program_files += _module_location(command.target.partition(".")[0], cwd)
         elif mode == COMMAND:
             self.path0 = ""
             self.code = self._compile(command.target or "", "<string>")
-        elif mode == STDIN or (mode == REPL and not command.interactive(sys.stdin.isatty())):
+        elif mode == STDIN or (mode == REPL and not ipython and not command.interactive(sys.stdin.isatty())):
             self.path0 = ""
             self.code = self._compile(sys.stdin.buffer.read(), "<stdin>")
             self.argv[0] = "-" if mode == STDIN else ""
@@ -150,6 +157,31 @@ class Program:
         except (SyntaxError, ValueError) as exc:
             sys.excepthook(type(exc), exc, None)
             raise Exit(1) from None
+
+
+def _module_location(top: str, cwd: str) -> list[str]:
+    """Where ``python -m top…`` is read from, found (not imported) before the rules apply.
+
+    Finding it also fills the import system's directory caches, so the program's own
+    directory needs no ``expose-ro=`` just to be searched.
+    """
+    from importlib.machinery import PathFinder
+
+    saved = sys.path[0] if sys.path else None
+    if sys.path:
+        sys.path[0] = cwd
+    try:
+        spec = PathFinder.find_spec(top)
+    except (ImportError, ValueError, OSError):
+        spec = None
+    finally:
+        if saved is not None:
+            sys.path[0] = saved
+    if spec is None:
+        return []
+    if spec.submodule_search_locations:
+        return [os.path.realpath(p) for p in spec.submodule_search_locations]
+    return [os.path.realpath(spec.origin)] if spec.origin and os.path.exists(spec.origin) else []
 
 
 def _is_zip(path: str) -> bool:
@@ -208,9 +240,29 @@ def _interact(namespace: dict[str, Any], quiet: bool, where: str) -> None:
     import code
 
     banner = "" if quiet else f"Python {sys.version} on {sys.platform}\n{where}"
-    with contextlib.suppress(ImportError):
-        import readline  # noqa: F401 - line editing, as in python's REPL
     code.interact(banner=banner, local=namespace, exitmsg="")
+
+
+def _prepare_ipython(namespace: dict[str, Any], quiet: bool) -> Any:
+    """IPython set up before the rules apply (its profile and configuration files are its
+    own, in a private directory); the session itself runs under the rules, history off."""
+    import tempfile
+
+    try:
+        from IPython.terminal.ipapp import TerminalIPythonApp
+    except ImportError:
+        raise Exit(
+            2, "ipython-sb: IPython is not installed in this environment; install it, or use python-sb"
+        ) from None
+    directory = tempfile.mkdtemp(prefix="pysandboxes-ipython-")
+    app = TerminalIPythonApp.instance(user_ns=namespace)
+    argv = [f"--ipython-dir={directory}", "--HistoryManager.enabled=False", "--no-confirm-exit"]
+    if not sys.stdin.isatty():
+        argv.append("--simple-prompt")
+    if quiet:
+        argv.append("--no-banner")
+    app.initialize(argv)
+    return app
 
 
 def _exit_status(exc: SystemExit) -> int:
@@ -250,16 +302,32 @@ def run(command: CommandLine, policy: Policy, provider: str, program: Program) -
         sys.path.insert(0, program.path0)
     namespace = _fresh_main(program)
     _apply_environment(policy)
-    program_files = [program.main_file] if program.main_file and program.run_module is None else []
+    program_files = list(program.program_files)
+    inspect = flags.inspect or (command.mode == REPL and program.code is None)
+    # The runner's own modules, loaded before the rules apply (never charged to the program).
+    if program.run_module is not None:
+        import runpy  # noqa: F401
+    shell_app = None
+    if inspect and program.ipython:
+        shell_app = _prepare_ipython(namespace, flags.quiet)
+        program_files.append(shell_app.ipython_dir)
+    elif inspect:
+        import code  # noqa: F401
+        import codeop  # noqa: F401
+
+        with contextlib.suppress(ImportError):
+            import readline  # noqa: F401 - line editing, as in python's REPL
     if provider == "landlock":
         from .providers.landlock import confine, plan_for
 
         confine(plan_for(policy, program_files=program_files))
-    if program.run_module is not None:
-        import runpy  # noqa: F401 - the runner's own module, loaded before the rules apply
     if provider != "none":
-        arm(policy, program_files=program_files, extra_imports=_program_modules(program))
-    inspect = flags.inspect or (command.mode == REPL and program.code is None)
+        arm(
+            policy,
+            program_files=program_files,
+            program_dirs=[program.path0] if program.path0 else [],
+            extra_imports=_program_modules(program),
+        )
     status = 0
     try:
         if program.code is not None or program.run_module is not None:
@@ -278,7 +346,10 @@ def run(command: CommandLine, policy: Policy, provider: str, program: Program) -
     if inspect:
         where = f"python-sb: under the rules of {policy.main_file} (os-sandbox={provider})"
         try:
-            _interact(namespace, flags.quiet or command.mode != REPL, where)
+            if shell_app is not None:
+                shell_app.start()
+            else:
+                _interact(namespace, flags.quiet or command.mode != REPL, where)
         except SystemExit as exc:
             return _exit_status(exc)
     return status
@@ -307,11 +378,13 @@ def _apply_environment(policy: Policy) -> None:
 # -- a fresh interpreter ---------------------------------------------------------------------
 
 
-def exec_fresh_interpreter(argv: list[str], command: CommandLine, policy: Policy, cwd: str) -> None:
+def exec_fresh_interpreter(
+    argv: list[str], command: CommandLine, policy: Policy, cwd: str, *, ipython: bool = False
+) -> None:
     """Replace this process with ``python [options] -c BOOT``, handing over argv and env."""
     import json
 
-    data = json.dumps({"argv": argv, "environ": dict(os.environ), "cwd": cwd}).encode()
+    data = json.dumps({"argv": argv, "environ": dict(os.environ), "cwd": cwd, "ipython": ipython}).encode()
     fd = os.memfd_create("pysandboxes-handoff", os.MFD_CLOEXEC)
     os.write(fd, data)
     os.lseek(fd, 0, os.SEEK_SET)
@@ -345,7 +418,7 @@ def resume() -> int:
         data = json.loads(f.read())
     from .cli.python_sb import main
 
-    return main(data["argv"], environ=data["environ"], cwd=data["cwd"], fresh=True)
+    return main(data["argv"], environ=data["environ"], cwd=data["cwd"], fresh=True, ipython=data["ipython"])
 
 
 __all__ = [

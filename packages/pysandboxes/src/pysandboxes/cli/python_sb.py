@@ -17,6 +17,7 @@ def main(
     environ: Mapping[str, str] | None = None,
     cwd: str | None = None,
     fresh: bool = False,
+    ipython: bool = False,
 ) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     try:
@@ -42,8 +43,8 @@ def main(
         policy = complete.load(command, host_environ, here)
         provider = providers.require(policy)
         if not fresh and (provider == "subprocess" or complete.needs_fresh_interpreter(command)):
-            complete.exec_fresh_interpreter(args, command, policy, here)
-        program = complete.Program(command, here)
+            complete.exec_fresh_interpreter(args, command, policy, here, ipython=ipython)
+        program = complete.Program(command, here, ipython=ipython)
         return complete.run(command, policy, provider, program)
     except RuleSyntaxError as exc:
         for line in exc.errors:

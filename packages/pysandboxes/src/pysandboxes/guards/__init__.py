@@ -33,10 +33,26 @@ __all__ = ["arm"]
 log = logging.getLogger("pysandboxes.guards")
 
 
-def _hook(event, args, _get=None):  # type: ignore[no-untyped-def]
+def _hook(event, args, _get=None, _note=None, _Base=None):  # type: ignore[no-untyped-def]
     handler = _get(event)
     if handler is not None:
-        handler(args)
+        try:
+            handler(args)
+        except _Base as refusal:
+            _note(refusal)
+            raise
+
+
+def _note(refusal, _lock=None, _enabled=None, _info=None, _type=None):  # type: ignore[no-untyped-def]
+    """Log a refusal on the ``Pysandboxes`` logger (INFO), once: a handler that is itself
+    refused (a log file outside the rules) must not log recursively. The lock only mutes
+    logging; it decides nothing."""
+    if _lock.acquire(False):
+        try:
+            if _enabled(20):
+                _info("refused: %s: %s", _type(refusal).__name__, refusal)
+        finally:
+            _lock.release()
 
 
 def _on_setattr(args, _type=None, _function=None, _sealed=None, _Refused=None):  # type: ignore[no-untyped-def]
@@ -51,12 +67,23 @@ class _Armed:
     policy: Policy | None = None
 
 
-def arm(policy: Policy, *, program_files: Iterable[str] = (), extra_imports: Iterable[str] = ()) -> None:
-    """Install the Python layer for ``policy`` in this process. Irreversible."""
+def arm(
+    policy: Policy,
+    *,
+    program_files: Iterable[str] = (),
+    program_dirs: Iterable[str] = (),
+    extra_imports: Iterable[str] = (),
+) -> None:
+    """Install the Python layer for ``policy`` in this process. Irreversible.
+
+    ``program_files``: what the program is read from (readable); ``program_dirs``: where it
+    lives (``sys.path[0]``: its metadata is readable); ``extra_imports``: top-level names that
+    are the program itself (``-m pkg``).
+    """
     if _Armed.policy is not None:
         raise SandBoxError("the sandbox's guards are already armed in this process")
     library = import_guard.library_prefixes()
-    files = file_guard.build(policy, program_files=program_files)
+    files = file_guard.build(policy, program_files=program_files, metadata_dirs=program_dirs)
     import_check, import_handlers = import_guard.build(policy, extra_imports)
     refuse, api_handlers = api_guard.build(policy, library)
     table: dict[str, Callable[[tuple[Any, ...]], None]] = {}
@@ -74,7 +101,17 @@ def arm(policy: Policy, *, program_files: Iterable[str] = (), extra_imports: Ite
     table["object.__setattr__"] = protect
     table["object.__delattr__"] = protect
     _install_wrappers(policy, files.check, import_check, refuse, library)
-    hook = seal(_hook, _get=MappingProxyType(table).get)
+    import _thread
+
+    user_log = logging.getLogger("Pysandboxes")
+    note = seal(
+        _note,
+        _lock=_thread.allocate_lock(),
+        _enabled=user_log.isEnabledFor,
+        _info=user_log.info,
+        _type=type,
+    )
+    hook = seal(_hook, _get=MappingProxyType(table).get, _note=note, _Base=BaseException)
     sys.addaudithook(hook)
     _Armed.policy = policy
     log.debug("guards armed: %d audit events judged", len(table))

@@ -60,7 +60,9 @@ def _check(  # type: ignore[no-untyped-def]
     write,
     follow=True,
     dir_fd=None,
+    metadata=False,
     _resolve=None,
+    _metadata_ok=None,
     _find=None,
     _exposure_of=None,
     _ignores=None,
@@ -100,6 +102,8 @@ def _check(  # type: ignore[no-untyped-def]
             ) from None
         path = base + "/" + path
     real = _resolve(path, follow)
+    if metadata and real in _metadata_ok:
+        return
     exposure = _exposure_of(real)
     if exposure is None:
         exposure = _find(real.rpartition("/")[0] or "/") if real != "/" else None
@@ -189,7 +193,11 @@ def _on_sqlite(args, _check=None, _str=None, _type=None):  # type: ignore[no-unt
 # -- building ------------------------------------------------------------------------------
 
 
-def build(policy: Policy, *, program_files: Iterable[str] = ()) -> FileGuard:
+def build(
+    policy: Policy, *, program_files: Iterable[str] = (), metadata_dirs: Iterable[str] = ()
+) -> FileGuard:
+    """``metadata_dirs``: directories whose own metadata (``stat``) is readable without a rule
+    (the program's directory: the import system stats it to keep its directory cache)."""
     fp = policy.files_policy
     exposures: dict[str, tuple[str, bool, str]] = {}
     for e in fp.exposures:
@@ -206,6 +214,7 @@ def build(policy: Policy, *, program_files: Iterable[str] = ()) -> FileGuard:
     check = seal(
         _check,
         _resolve=resolve,
+        _metadata_ok=frozenset(os.path.realpath(d) for d in metadata_dirs),
         _find=find,
         _exposure_of=table.get,
         _ignores=ignores,
@@ -263,7 +272,7 @@ def metadata_wrappers(check: Callable[..., None]) -> dict[str, Callable[..., Any
         @functools.wraps(original)
         def wrapper(path: Any, *args: Any, **kwargs: Any) -> Any:
             follow = kwargs.get("follow_symlinks", True) if follow_kw else True
-            check(path, write, follow, kwargs.get("dir_fd"))
+            check(path, write, follow, kwargs.get("dir_fd"), True)
             return original(path, *args, **kwargs)
 
         del wrapper.__wrapped__
@@ -283,7 +292,7 @@ def metadata_wrappers(check: Callable[..., None]) -> dict[str, Callable[..., Any
 
     @functools.wraps(lstat_original)
     def lstat(path: Any, *args: Any, **kwargs: Any) -> Any:
-        check(path, False, False, kwargs.get("dir_fd"))
+        check(path, False, False, kwargs.get("dir_fd"), True)
         return lstat_original(path, *args, **kwargs)
 
     del lstat.__wrapped__
