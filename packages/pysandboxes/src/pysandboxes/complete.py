@@ -261,7 +261,7 @@ def _prepare_ipython(namespace: dict[str, Any], quiet: bool) -> Any:
         argv.append("--simple-prompt")
     if quiet:
         argv.append("--no-banner")
-    app.initialize(argv)
+    app.initialize(argv)  # type: ignore[no-untyped-call]
     return app
 
 
