@@ -2,8 +2,31 @@
 
 from __future__ import annotations
 
-from .errors import ConfigSyntaxError, RuleSyntaxError, SandBoxError
+from .errors import (
+    ConfigSyntaxError,
+    ProviderError,
+    RuleApiPermissionError,
+    RuleFileNotFoundError,
+    RuleModuleNotFoundError,
+    RulePermissionError,
+    RuleSocketConnectionRefusedError,
+    RuleSyntaxError,
+    SandBoxError,
+    sandbox_denials,
+)
 
 __version__ = "0.1.0"
 
-__all__ = ["ConfigSyntaxError", "RuleSyntaxError", "SandBoxError", "__version__"]
+__all__ = [
+    "ConfigSyntaxError",
+    "ProviderError",
+    "RuleApiPermissionError",
+    "RuleFileNotFoundError",
+    "RuleModuleNotFoundError",
+    "RulePermissionError",
+    "RuleSocketConnectionRefusedError",
+    "RuleSyntaxError",
+    "SandBoxError",
+    "__version__",
+    "sandbox_denials",
+]

@@ -6,10 +6,9 @@ their family is present, and every start of ``python-sb`` would otherwise pay fo
 
 from __future__ import annotations
 
-import re
-
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    import re
     from typing import Any
 
 
@@ -23,6 +22,8 @@ class LazyPattern:
 
     def compiled(self) -> re.Pattern[str]:
         if self._compiled is None:
+            import re
+
             self._compiled = re.compile(self._source, self._flags)
         return self._compiled
 

@@ -9,10 +9,10 @@ same command line and the host environment from a sealed memory file and goes on
 
 from __future__ import annotations
 
-import contextlib
 import os
 import sys
 
+from ._log import debug, debug_enabled
 from .cli.cpython_args import COMMAND, MODULE, REPL, SCRIPT, STDIN, CommandLine
 from .errors import ProviderError, RuleSyntaxError, SandBoxError
 from .rules import load_policy, locate
@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from collections.abc import Mapping
     from typing import Any
 
+_LOGGER = "pysandboxes.complete"
 _exec = exec  # the real one: the guards replace builtins.exec when dynamic code is denied
 
 #: options a running interpreter can honour itself; any other one needs a fresh interpreter
@@ -185,9 +186,19 @@ def _module_location(top: str, cwd: str) -> list[str]:
 
 
 def _is_zip(path: str) -> bool:
-    import zipfile
+    """A zip application (``python app.pyz``): its end-of-central-directory record is last.
 
-    return zipfile.is_zipfile(path)
+    Read directly: importing ``zipfile`` costs ten milliseconds on every start-up.
+    """
+    if path.endswith(".py"):
+        return False
+    try:
+        with open(path, "rb") as f:
+            size = f.seek(0, 2)
+            f.seek(max(0, size - 65557))
+            return b"PK\x05\x06" in f.read()
+    except OSError:
+        return False
 
 
 def _fresh_main(program: Program) -> dict[str, Any]:
@@ -271,8 +282,10 @@ def _exit_status(exc: SystemExit) -> int:
         return 0
     if isinstance(code, int):
         return code & 0xFF
-    with contextlib.suppress(Exception):  # stderr may be gone
+    try:  # noqa: SIM105 - contextlib costs a millisecond at start-up
         sys.stderr.write(f"{code}\n")
+    except Exception:  # stderr may be gone
+        pass
     return 1
 
 
@@ -286,8 +299,10 @@ def run(command: CommandLine, policy: Policy, provider: str, program: Program) -
     flags = command.flags
     if flags.unbuffered:
         for stream in (sys.stdout, sys.stderr):
-            with contextlib.suppress(AttributeError, ValueError):
+            try:  # noqa: SIM105 - contextlib costs a millisecond at start-up
                 stream.reconfigure(write_through=True)  # type: ignore[union-attr]
+            except (AttributeError, ValueError):
+                pass
     if flags.dont_write_bytecode:
         sys.dont_write_bytecode = True
     if flags.warnoptions:
@@ -315,12 +330,25 @@ def run(command: CommandLine, policy: Policy, provider: str, program: Program) -
         import code  # noqa: F401
         import codeop  # noqa: F401
 
-        with contextlib.suppress(ImportError):
+        try:  # noqa: SIM105
             import readline  # noqa: F401 - line editing, as in python's REPL
+        except ImportError:
+            pass
     if provider == "landlock":
         from .providers.landlock import confine, plan_for
 
-        confine(plan_for(policy, program_files=program_files))
+        plan = plan_for(policy, program_files=program_files)
+        if debug_enabled(_LOGGER):
+            for line in plan.describe():
+                debug(_LOGGER, "landlock: %s", line)
+        confine(plan)
+    debug(
+        _LOGGER,
+        "running %s under %s (os-sandbox=%s)",
+        program.argv[0] or "<stdin>",
+        policy.main_file,
+        provider,
+    )
     if provider != "none":
         arm(
             policy,

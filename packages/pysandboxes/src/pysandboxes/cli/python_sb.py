@@ -35,7 +35,9 @@ def main(
             print(f"python-sb {__version__} (PySandboxes)")
         return 0
 
-    from .. import complete, providers
+    from .. import _log, complete, providers
+
+    _log.setup_from_environment()
 
     host_environ = dict(os.environ if environ is None else environ)
     here = os.getcwd() if cwd is None else cwd

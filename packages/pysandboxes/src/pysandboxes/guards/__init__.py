@@ -11,10 +11,10 @@ wrappers: they stop misused legitimate code, and the OS provider stops hostile c
 from __future__ import annotations
 
 import builtins
-import logging
 import sys
 from types import FunctionType, MappingProxyType
 
+from .._log import USER_LOGGER, debug
 from ..errors import RuleApiPermissionError, SandBoxError
 from ..rules.policy import Policy
 from . import api as api_guard
@@ -30,8 +30,6 @@ if TYPE_CHECKING:
 
 __all__ = ["arm"]
 
-log = logging.getLogger("pysandboxes.guards")
-
 
 def _hook(event, args, _get=None, _note=None, _Base=None):  # type: ignore[no-untyped-def]
     handler = _get(event)
@@ -43,14 +41,16 @@ def _hook(event, args, _get=None, _note=None, _Base=None):  # type: ignore[no-un
             raise
 
 
-def _note(refusal, _lock=None, _enabled=None, _info=None, _type=None):  # type: ignore[no-untyped-def]
+def _note(refusal, _lock=None, _modules_get=None, _name="", _type=None):  # type: ignore[no-untyped-def]
     """Log a refusal on the ``Pysandboxes`` logger (INFO), once: a handler that is itself
     refused (a log file outside the rules) must not log recursively. The lock only mutes
-    logging; it decides nothing."""
-    if _lock.acquire(False):
+    logging; it decides nothing. Without ``logging`` loaded nobody listens: nothing to do."""
+    logging = _modules_get("logging")
+    if logging is not None and _lock.acquire(False):
         try:
-            if _enabled(20):
-                _info("refused: %s: %s", _type(refusal).__name__, refusal)
+            logger = logging.getLogger(_name)
+            if logger.isEnabledFor(20):
+                logger.info("refused: %s: %s", _type(refusal).__name__, refusal)
         finally:
             _lock.release()
 
@@ -103,18 +103,13 @@ def arm(
     _install_wrappers(policy, files.check, import_check, refuse, library)
     import _thread
 
-    user_log = logging.getLogger("Pysandboxes")
     note = seal(
-        _note,
-        _lock=_thread.allocate_lock(),
-        _enabled=user_log.isEnabledFor,
-        _info=user_log.info,
-        _type=type,
+        _note, _lock=_thread.allocate_lock(), _modules_get=sys.modules.get, _name=USER_LOGGER, _type=type
     )
     hook = seal(_hook, _get=MappingProxyType(table).get, _note=note, _Base=BaseException)
     sys.addaudithook(hook)
     _Armed.policy = policy
-    log.debug("guards armed: %d audit events judged", len(table))
+    debug("pysandboxes.guards", "guards armed: %d audit events judged", len(table))
 
 
 # -- wrappers --------------------------------------------------------------------------------
@@ -172,7 +167,7 @@ def _patch(module: Any, attribute: str, function: str, refuse: Callable[[str], N
     try:
         setattr(owner, last, refused)
     except (AttributeError, TypeError):  # a C type: its own audit event (if any) decides
-        log.debug("cannot wrap %s.%s", module.__name__, attribute)
+        debug("pysandboxes.guards", "cannot wrap %s.%s", module.__name__, attribute)
 
 
 class _PatchOnLoad:

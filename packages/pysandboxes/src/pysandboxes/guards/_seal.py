@@ -67,3 +67,18 @@ def seal(template: Callable[..., Any], **bound: object) -> Callable[..., Any]:
 
 def sealed_functions() -> tuple[FunctionType, ...]:
     return tuple(_MADE)
+
+
+def c_cache(function: Callable[..., Any], maxsize: int = 4096) -> Callable[..., Any]:
+    """``functools.lru_cache(maxsize)(function)`` built from the C type directly.
+
+    The C wrapper keeps its cache out of reach of Python code (no way to insert an entry),
+    and importing ``functools`` (with ``collections``) costs a millisecond at start-up.
+    """
+    try:
+        from _functools import _lru_cache_wrapper  # type: ignore[import-not-found]
+    except ImportError:  # another interpreter: the public API (a pure-Python cache is weaker)
+        import functools
+
+        return functools.lru_cache(maxsize=maxsize)(function)
+    return _lru_cache_wrapper(function, maxsize, False, tuple)  # type: ignore[no-any-return]

@@ -10,7 +10,6 @@ fresh ``_io`` or ``posix`` module changes nothing. Metadata calls (``os.stat``, 
 
 from __future__ import annotations
 
-import functools
 import os
 import posix
 from types import MappingProxyType
@@ -18,7 +17,7 @@ from types import MappingProxyType
 from .._record import Record
 from ..errors import RuleFileNotFoundError, RulePermissionError
 from ..rules.policy import Policy
-from ._seal import seal
+from ._seal import c_cache, seal
 from .paths import make_resolver
 
 TYPE_CHECKING = False
@@ -208,7 +207,7 @@ def build(
     table = MappingProxyType(exposures)
     writable_roots = tuple(sorted(p for p, (_r, w, _d) in exposures.items() if w))
     resolve = make_resolver(writable_roots)
-    find = functools.lru_cache(maxsize=4096)(seal(_find_exposure, _get=table.get))
+    find = c_cache(seal(_find_exposure, _get=table.get))
     ignores = tuple((i.absolute, i.regex.match, i.rule.describe()) for i in fp.ignores)
     protected = frozenset(fp.protected)
     check = seal(
@@ -269,13 +268,12 @@ def metadata_wrappers(check: Callable[..., None]) -> dict[str, Callable[..., Any
         if original is None:
             return
 
-        @functools.wraps(original)
         def wrapper(path: Any, *args: Any, **kwargs: Any) -> Any:
             follow = kwargs.get("follow_symlinks", True) if follow_kw else True
             check(path, write, follow, kwargs.get("dir_fd"), True)
             return original(path, *args, **kwargs)
 
-        del wrapper.__wrapped__
+        _like(wrapper, original)
         made[name] = wrapper
 
     wrap("stat")
@@ -290,11 +288,18 @@ def metadata_wrappers(check: Callable[..., None]) -> dict[str, Callable[..., Any
 
     lstat_original = posix.lstat
 
-    @functools.wraps(lstat_original)
     def lstat(path: Any, *args: Any, **kwargs: Any) -> Any:
         check(path, False, False, kwargs.get("dir_fd"), True)
         return lstat_original(path, *args, **kwargs)
 
-    del lstat.__wrapped__
+    _like(lstat, lstat_original)
     made["lstat"] = lstat
     return made
+
+
+def _like(wrapper: Callable[..., Any], original: Callable[..., Any]) -> None:
+    """Name and document the wrapper as the original (no ``__wrapped__``: not a way back)."""
+    wrapper.__name__ = original.__name__
+    wrapper.__qualname__ = original.__qualname__
+    wrapper.__doc__ = original.__doc__
+    wrapper.__module__ = original.__module__

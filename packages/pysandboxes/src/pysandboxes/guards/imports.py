@@ -58,15 +58,10 @@ def build(
 
 def library_prefixes() -> tuple[str, ...]:
     """Directories whose code is library code: the stdlib, site-packages, the sandbox itself."""
-    import sysconfig
-
-    found = {os.path.dirname(os.__file__), os.path.dirname(os.path.dirname(__file__))}
-    for key in ("stdlib", "platstdlib", "purelib", "platlib"):
-        path = sysconfig.get_paths().get(key)
-        if path:
-            found.add(path)
+    stdlib = os.path.dirname(os.__file__)
+    found = {stdlib, os.path.dirname(os.path.dirname(__file__))}
     for entry in sys.path:
-        if entry.endswith(("site-packages", "dist-packages")):
+        if entry.endswith(("site-packages", "dist-packages")) or entry.startswith(stdlib):
             found.add(entry)
     return tuple(sorted({os.path.realpath(p) + "/" for p in found} | {p + "/" for p in found}))
 

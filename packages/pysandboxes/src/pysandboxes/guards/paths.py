@@ -6,10 +6,9 @@ sandboxed code cannot change how a path resolves by patching ``os.path``.
 
 from __future__ import annotations
 
-import functools
 import posix
 
-from ._seal import seal
+from ._seal import c_cache, seal
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -98,7 +97,7 @@ def make_resolver(writable_roots: tuple[str, ...]) -> Callable[..., Any]:
     full = seal(
         _resolve_full, _lstat=posix.lstat, _readlink=posix.readlink, _getcwd=posix.getcwd, _OSError=OSError
     )
-    cached = functools.lru_cache(maxsize=4096)(full)
+    cached = c_cache(full)
     return seal(
         _resolve,
         _lstat=posix.lstat,

@@ -170,9 +170,7 @@ def available() -> str | None:
             f"Landlock is a Linux feature and this system is {sys.platform}; "
             "use os-sandbox=subprocess (no OS boundary) or run on Linux >= 6.7"
         )
-    import platform
-
-    machine = platform.machine()
+    machine = os.uname().machine
     if machine not in _SYSCALL_NUMBERS:
         return (
             f"Landlock system call numbers are not known for the {machine} architecture; "
@@ -191,12 +189,11 @@ def available() -> str | None:
 
 def _why_no_landlock() -> str:
     import ctypes
-    import platform
 
     libc = ctypes.CDLL(None, use_errno=True)
     ctypes.set_errno(0)
     result = libc.syscall(
-        ctypes.c_long(_SYSCALL_NUMBERS[platform.machine()]), None, ctypes.c_size_t(0), ctypes.c_uint32(1)
+        ctypes.c_long(_SYSCALL_NUMBERS[os.uname().machine]), None, ctypes.c_size_t(0), ctypes.c_uint32(1)
     )
     if result >= 0:
         return f"Landlock answered ABI {result} but no usable version was read; use os-sandbox=bwrap/unshare"
@@ -480,10 +477,9 @@ def confine(plan: LandlockPlan) -> None:
             "one; confine before starting threads"
         )
     import ctypes
-    import platform
 
     abi = landlock_abi()
-    create = _SYSCALL_NUMBERS[platform.machine()]
+    create = _SYSCALL_NUMBERS[os.uname().machine]
     add_rule, restrict_self = create + 1, create + 2
     libc = ctypes.CDLL(None, use_errno=True)
 

@@ -2,20 +2,26 @@
 
 from __future__ import annotations
 
-import functools
 import os
-import platform
 
 # landlock_create_ruleset(NULL, 0, LANDLOCK_CREATE_RULESET_VERSION) returns the ABI version.
 _SYSCALL_NUMBERS = {"x86_64": 444, "aarch64": 444, "riscv64": 444, "armv7l": 444, "i686": 444}
 _CREATE_RULESET_VERSION = 1
 
 
-@functools.cache
+_cache: list[int] = []
+
+
 def landlock_abi() -> int:
+    if not _cache:
+        _cache.append(_probe())
+    return _cache[0]
+
+
+def _probe() -> int:
     if not hasattr(os, "uname") or os.uname().sysname != "Linux":
         return 0
-    number = _SYSCALL_NUMBERS.get(platform.machine())
+    number = _SYSCALL_NUMBERS.get(os.uname().machine)
     if number is None:
         return 0
     import ctypes

@@ -8,7 +8,6 @@ variable (``env=TOKEN=${TOKEN}``) is simply absent.
 
 from __future__ import annotations
 
-import fnmatch
 from collections.abc import Mapping
 from types import MappingProxyType
 
@@ -16,6 +15,10 @@ from .._lazy import LazyPattern
 from .._record import Record
 from .context import Context, Rule
 from .substitution import SubstitutionError, Unset, substitute
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 _NAME = LazyPattern(r"[A-Za-z_*][A-Za-z0-9_.*-]*")
 
@@ -82,14 +85,14 @@ def compile_env(env_rules: list[Rule], unenv_rules: list[Rule], ctx: Context) ->
     for host_name in ctx.environ:
         if host_name in exact:
             continue
-        matching = [p for p in patterns if fnmatch.fnmatchcase(host_name, p.name)]
+        matching = [p for p in patterns if _fnmatch().fnmatchcase(host_name, p.name)]
         if not matching:
             continue
         best = max(p.fixed_chars for p in matching)
         _settle(host_name, [p for p in matching if p.fixed_chars == best], values, sources, ctx)
 
     for pattern, _rule in removals:
-        for name in [n for n in values if fnmatch.fnmatchcase(n, pattern)]:
+        for name in [n for n in values if _fnmatch().fnmatchcase(n, pattern)]:
             del values[name]
             del sources[name]
     return EnvPolicy(tuple(parsed), tuple(removals), MappingProxyType(values), MappingProxyType(sources))
@@ -133,3 +136,9 @@ def _value(name: str, r: EnvRule, ctx: Context) -> str | None:
     if value == "" and "${" in template:
         return None  # copied from an empty host variable: leave it undefined
     return value
+
+
+def _fnmatch() -> Any:
+    import fnmatch
+
+    return fnmatch

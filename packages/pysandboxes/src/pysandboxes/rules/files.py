@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import fnmatch
 import os
-import re
 import sys
 
 from .._record import Record
@@ -13,6 +11,7 @@ from .origin import BUILTIN, Origin
 
 TYPE_CHECKING = False  # importing typing costs milliseconds at start-up
 if TYPE_CHECKING:
+    import re
     from typing import Any, ClassVar
 
 
@@ -168,7 +167,7 @@ def compile_files(
             pattern = full
         else:
             pattern = pattern.rstrip("/")  # ignore=secrets/ hides the directory 'secrets'
-        ignores.append(IgnoreRule(pattern, absolute, rule, re.compile(fnmatch.translate(pattern))))
+        ignores.append(IgnoreRule(pattern, absolute, rule, _re().compile(_fnmatch().translate(pattern))))
     return FilePolicy(tuple(by_path.values()), tuple(ignores), protected)
 
 
@@ -209,3 +208,16 @@ def _expose_path(rule: Rule, ctx: Context) -> str | None:
         )
         return None
     return real
+
+
+def _re() -> Any:
+    """``re`` on first use: importing it costs milliseconds on every start of python-sb."""
+    import re
+
+    return re
+
+
+def _fnmatch() -> Any:
+    import fnmatch
+
+    return fnmatch

@@ -5,9 +5,6 @@ The lexer only cuts text into statements; it knows no key's meaning.
 
 from __future__ import annotations
 
-import re
-
-from .._lazy import LazyPattern
 from .._record import Record
 
 TYPE_CHECKING = False
@@ -17,10 +14,72 @@ if TYPE_CHECKING:
 
 # A plain key (``expose-ro``), an ``eval-*`` key with a profile suffix (``eval-call:llm``) or a
 # provider key (``qemu.memory``, ``firejail.seccomp.keep``).
-_KEY = LazyPattern(r"[a-z][a-z0-9_-]*(?::[A-Za-z0-9_-]+)?|[a-z][a-z0-9_-]*\.[A-Za-z0-9_.-]+")
-_LINE_BREAK = LazyPattern(r"\r\n|\r|\n")
-_INCLUDE = LazyPattern(r'(include|include-optional)\s+"((?:[^"\\]|\\.)*)"')
-_INCLUDE_PLATFORM = LazyPattern(r'include-platform=(\S+)\s+"((?:[^"\\]|\\.)*)"')
+# Hand-written scanners instead of regular expressions: importing ``re`` costs milliseconds
+# on every start of python-sb, and these few shapes are simple.
+_LOWER = frozenset("abcdefghijklmnopqrstuvwxyz")
+_NAME_REST = _LOWER | frozenset("0123456789_-")
+_SUFFIX = _NAME_REST | frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZ")
+_DOTTED = _SUFFIX | frozenset(".")
+_SPACE = frozenset(" \t\n\r\x0b\x0c")
+
+
+def is_key(key: str) -> bool:
+    """``name``, ``name:SUFFIX`` (named eval profiles) or ``provider.option``."""
+    if not key or key[0] not in _LOWER:
+        return False
+    i = 1
+    while i < len(key) and key[i] in _NAME_REST:
+        i += 1
+    if i == len(key):
+        return True
+    rest = key[i + 1 :]
+    if key[i] == ":":
+        return bool(rest) and all(c in _SUFFIX for c in rest)
+    if key[i] == ".":
+        return bool(rest) and all(c in _DOTTED for c in rest)
+    return False
+
+
+def _quoted_tail(text: str) -> str | None:
+    """``<spaces>"PATH"`` (backslash escapes inside) -> the raw PATH, else None."""
+    i = 0
+    while i < len(text) and text[i] in _SPACE:
+        i += 1
+    if i == 0 or i >= len(text) or text[i] != '"' or len(text) < i + 2 or text[-1] != '"':
+        return None
+    body = text[i + 1 : -1]
+    j = 0
+    while j < len(body):
+        if body[j] == "\\":
+            if j + 1 >= len(body):
+                return None  # the closing quote was escaped
+            j += 2
+            continue
+        if body[j] == '"':
+            return None
+        j += 1
+    return body
+
+
+def _match_include(line: str) -> tuple[str, str] | None:
+    for keyword in ("include-optional", "include"):
+        if line.startswith(keyword):
+            body = _quoted_tail(line[len(keyword) :])
+            return None if body is None else (keyword, body)
+    return None
+
+
+def _match_include_platform(line: str) -> tuple[str, str] | None:
+    rest = line[len("include-platform=") :] if line.startswith("include-platform=") else None
+    if not rest:
+        return None
+    i = 0
+    while i < len(rest) and rest[i] not in _SPACE:
+        i += 1
+    if i == 0:
+        return None
+    body = _quoted_tail(rest[i:])
+    return None if body is None else (rest[:i], body)
 
 
 class Statement(Record):
@@ -76,7 +135,7 @@ def lex(text: str) -> tuple[list[Statement], list[LexProblem]]:
     problems: list[LexProblem] = []
     # Only \n, \r\n and \r end a line (str.splitlines() also cuts at form feeds, \x85,
     # \u2028..., which would shift every line number after them).
-    for number, raw in enumerate(_LINE_BREAK.split(text), start=1):
+    for number, raw in enumerate(text.replace("\r\n", "\n").replace("\r", "\n").split("\n"), start=1):
         if "\x00" in raw:
             problems.append(LexProblem(number, "the line holds a NUL character"))
             continue
@@ -84,7 +143,7 @@ def lex(text: str) -> tuple[list[Statement], list[LexProblem]]:
         if not line:
             continue
         if line.startswith(("include ", "include\t", "include-optional")):
-            m = _INCLUDE.fullmatch(line)
+            m = _match_include(line)
             if not m:
                 problems.append(
                     LexProblem(
@@ -94,15 +153,15 @@ def lex(text: str) -> tuple[list[Statement], list[LexProblem]]:
                     )
                 )
                 continue
-            path = _unescape(m.group(2))
+            path = _unescape(m[1])
             if not path:
                 problems.append(LexProblem(number, 'include needs a path: include "PATH"'))
                 continue
-            statements.append(Statement(number, "include", m.group(1), path, line))
+            statements.append(Statement(number, "include", m[0], path, line))
             continue
         if line.startswith("include-platform"):
-            m = _INCLUDE_PLATFORM.fullmatch(line)
-            if not m or not _unescape(m.group(2)):
+            m = _match_include_platform(line)
+            if not m or not _unescape(m[1]):
                 problems.append(
                     LexProblem(
                         number,
@@ -111,9 +170,7 @@ def lex(text: str) -> tuple[list[Statement], list[LexProblem]]:
                     )
                 )
                 continue
-            statements.append(
-                Statement(number, "include", "include-platform", _unescape(m.group(2)), line, m.group(1))
-            )
+            statements.append(Statement(number, "include", "include-platform", _unescape(m[1]), line, m[0]))
             continue
         if "=" not in line:
             problems.append(
@@ -124,7 +181,7 @@ def lex(text: str) -> tuple[list[Statement], list[LexProblem]]:
         if key != key.rstrip():  # "key = value": spaces around '=' are allowed and ignored
             key = key.rstrip()
             value = value.lstrip()
-        if not _KEY.fullmatch(key):
+        if not is_key(key):
             problems.append(LexProblem(number, f"invalid rule '{line}': '{key}' is not a key"))
             continue
         statements.append(Statement(number, "rule", key, value, line))
@@ -132,4 +189,15 @@ def lex(text: str) -> tuple[list[Statement], list[LexProblem]]:
 
 
 def _unescape(path: str) -> str:
-    return re.sub(r"\\(.)", r"\1", path)
+    if "\\" not in path:
+        return path
+    out: list[str] = []
+    i = 0
+    while i < len(path):
+        if path[i] == "\\" and i + 1 < len(path):
+            out.append(path[i + 1])
+            i += 2
+        else:
+            out.append(path[i])
+            i += 1
+    return "".join(out)

@@ -6,7 +6,6 @@ matching is the implicit default deny.
 
 from __future__ import annotations
 
-import re
 import sys
 from collections.abc import Callable, Iterable
 
@@ -222,7 +221,7 @@ def _host(text: str, errors: list[str]) -> tuple[tuple[IPNetwork, ...], str | No
             if mapped.version == 4:  # ::ffff:10.0.0.0/104 is 10.0.0.0/8: judged as IPv4
                 net = ipaddress.ip_network((mapped, net.prefixlen - 96))
         return (net,), None
-    if re.fullmatch(r"[0-9./]+|[0-9A-Fa-f:./]*:[0-9A-Fa-f:./]*", candidate):
+    if _re().fullmatch(r"[0-9./]+|[0-9A-Fa-f:./]*:[0-9A-Fa-f:./]*", candidate):
         errors.append(f"'{text}' is not a valid address or network")
         return (), None
     if not _HOSTNAME.fullmatch(candidate):
@@ -237,7 +236,7 @@ def _ports(text: str, errors: list[str]) -> tuple[tuple[int, int], ...]:
     out: list[tuple[int, int]] = []
     for item in text.split(","):
         item = item.strip()
-        m = re.fullmatch(r"([0-9]{1,5})(?:(-)([0-9]{0,5}))?", item)
+        m = _re().fullmatch(r"([0-9]{1,5})(?:(-)([0-9]{0,5}))?", item)
         if not m:
             errors.append(f"invalid port list '{text}': use *, 443, 8000-8099, 1024- or 80,443")
             return ()
@@ -262,3 +261,10 @@ def _directions(text: str, errors: list[str]) -> frozenset[str]:
             errors.append(f"direction '{text}' must be IN, OUT, IN,OUT or *")
             return frozenset()
     return frozenset(out)
+
+
+def _re() -> Any:
+    """``re`` on first use: importing it costs milliseconds on every start of python-sb."""
+    import re
+
+    return re

@@ -6,12 +6,15 @@ only the active provider's are applied. An unknown key is an error, never silent
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from types import MappingProxyType
 
 from .._record import Record
 from .values import parse_bool, parse_duration, parse_int, parse_qemu_memory
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 PROVIDERS = ("none", "subprocess", "landlock", "bwrap", "unshare", "firejail", "qemu")
 
@@ -34,14 +37,14 @@ def _choice(*choices: str) -> Callable[[str, str], str]:
 
 
 def _hostname(value: str, key: str) -> str:
-    if not re.fullmatch(r"[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?", value.strip()):
+    if not _re().fullmatch(r"[A-Za-z0-9]([A-Za-z0-9-]{0,61}[A-Za-z0-9])?", value.strip()):
         raise ValueError(f"invalid host name '{value}' for {key}: letters, digits and '-' only")
     return value.strip()
 
 
 def _interface(value: str, key: str) -> str:
     v = value.strip()
-    if v != "none" and not re.fullmatch(r"[A-Za-z0-9_.:-]{1,15}", v):
+    if v != "none" and not _re().fullmatch(r"[A-Za-z0-9_.:-]{1,15}", v):
         raise ValueError(f"invalid value '{value}' for {key}: a network interface name or none")
     return v
 
@@ -49,7 +52,7 @@ def _interface(value: str, key: str) -> str:
 def _syscall_list(value: str, key: str) -> tuple[str, ...]:
     names = tuple(n.strip() for n in value.split(",") if n.strip())
     for n in names:
-        if not re.fullmatch(r"@?[a-z_][a-z0-9_-]*", n):
+        if not _re().fullmatch(r"@?[a-z_][a-z0-9_-]*", n):
             raise ValueError(f"invalid system call name '{n}' for {key}")
     if not names:
         raise ValueError(f"{key} needs a comma-separated list of system calls")
@@ -125,3 +128,10 @@ def normalise(provider: str, key: str) -> str | None:
         if name.replace("_", "-") == wanted:
             return name
     return None
+
+
+def _re() -> Any:
+    """``re`` on first use: importing it costs milliseconds on every start of python-sb."""
+    import re
+
+    return re

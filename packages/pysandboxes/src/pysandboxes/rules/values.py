@@ -6,9 +6,11 @@ would be right.
 
 from __future__ import annotations
 
-import re
-
 from .._lazy import LazyPattern
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
 
 _TRUE = frozenset({"true", "1", "yes", "on"})
 _FALSE = frozenset({"false", "0", "no", "off", "none"})
@@ -45,7 +47,7 @@ def parse_duration(value: str, key: str) -> float:
 
 def parse_int(value: str, key: str, *, minimum: int = 0) -> int:
     v = value.strip().replace("_", "")
-    if not re.fullmatch(r"[0-9]+", v):
+    if not _re().fullmatch(r"[0-9]+", v):
         raise ValueError(f"invalid value '{value}' for {key}: expected a whole number")
     n = int(v)
     if n < minimum:
@@ -58,7 +60,7 @@ _DECIMAL_UNITS = {"": 1, "b": 1, "kb": 10**3, "mb": 10**6, "gb": 10**9}
 
 def parse_decimal_size(value: str, key: str) -> int:
     """``10MB``, ``512KB``, ``2GB`` or a number of bytes (decimal multiples)."""
-    m = re.fullmatch(r"([0-9][0-9_]*)\s*([A-Za-z]*)", value.strip())
+    m = _re().fullmatch(r"([0-9][0-9_]*)\s*([A-Za-z]*)", value.strip())
     unit = m.group(2).lower() if m else None
     if not m or unit not in _DECIMAL_UNITS:
         raise ValueError(f"invalid size '{value}' for {key}: write a number with KB, MB or GB, e.g. 10MB")
@@ -73,7 +75,7 @@ _BINARY_UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40, 
 
 def parse_qemu_memory(value: str, key: str) -> int:
     """QEMU ``-m`` syntax: a number of MiB, or a number with one of k, M, G, T, P, E."""
-    m = re.fullmatch(r"([0-9]+)([kKmMgGtTpPeE]?)", value.strip())
+    m = _re().fullmatch(r"([0-9]+)([kKmMgGtTpPeE]?)", value.strip())
     if not m:
         raise ValueError(
             f"invalid memory size '{value}' for {key}: write a number of MiB or a number "
@@ -93,3 +95,10 @@ def closest(word: str, choices: object, *, cutoff: float = 0.6) -> str:
 
     matches = difflib.get_close_matches(word, list(choices), n=1, cutoff=cutoff)  # type: ignore[call-overload]
     return f" (did you mean '{matches[0]}'?)" if matches else ""
+
+
+def _re() -> Any:
+    """``re`` on first use: importing it costs milliseconds on every start of python-sb."""
+    import re
+
+    return re
