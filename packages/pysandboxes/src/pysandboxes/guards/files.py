@@ -34,7 +34,7 @@ class FileGuard(Record):
     __slots__ = ("check", "handlers", "resolve")
     #: check(path, write, follow=True, dir_fd=None, op="open") -> None, raises the refusal
     check: Callable[..., None]
-    resolve: Callable[..., str]
+    resolve: Callable[..., tuple[str, bool]]
     #: audit event -> sealed handler(args)
     handlers: dict[str, Callable[[tuple[Any, ...]], None]]
 
@@ -54,11 +54,10 @@ def _find_exposure(path, _get=None):  # type: ignore[no-untyped-def]
         probe = probe.rpartition("/")[0] or "/"
 
 
-def _check(  # type: ignore[no-untyped-def]
+def _decide(  # type: ignore[no-untyped-def]
     path,
     write,
     follow=True,
-    dir_fd=None,
     metadata=False,
     _resolve=None,
     _metadata_ok=None,
@@ -67,6 +66,73 @@ def _check(  # type: ignore[no-untyped-def]
     _ignores=None,
     _protected=None,
     _protected_dirs=None,
+    _NotFound=None,
+    _Denied=None,
+):
+    """``(volatile, refusal class or None, message)`` for an absolute path (see ``paths.py``)."""
+    real, volatile = _resolve(path, follow)
+    if metadata and real in _metadata_ok:
+        return (volatile, None, "")
+    exposure = _exposure_of(real)
+    if exposure is None:
+        exposure = _find(real.rpartition("/")[0] or "/") if real != "/" else None
+        if exposure is None:
+            where = real.rpartition("/")[0] or "/"
+            key = "expose-rw" if write else "expose-ro"
+            return (
+                volatile,
+                _NotFound,
+                f"Access to '{real}' must be accepted by a rule.\nAdd `{key}={where}` to the rule file to allow it.",
+            )
+    root, writable, described = exposure
+    if _ignores:
+        below = real[len(root) :].strip("/")
+        for absolute, match, rule in _ignores:
+            if absolute:
+                probe = real
+                while True:
+                    if match(probe) is not None:
+                        return (volatile, _NotFound, f"Access to '{real}' is ignored by rule {rule}")
+                    if probe == "/":
+                        break
+                    probe = probe.rpartition("/")[0] or "/"
+            elif below:
+                for part in below.split("/"):
+                    if match(part) is not None:
+                        return (volatile, _NotFound, f"Access to '{real}' is ignored by rule {rule}")
+    if write:
+        if real in _protected:
+            return (
+                volatile,
+                _Denied,
+                f"Cannot write to '{real}': it is part of the active sandbox configuration.",
+            )
+        for d in _protected_dirs:
+            if d.startswith(real + "/"):
+                return (
+                    volatile,
+                    _Denied,
+                    f"Cannot change '{real}': it holds '{d}', part of the active sandbox configuration.",
+                )
+        if not writable:
+            return (
+                volatile,
+                _Denied,
+                f"Cannot write to '{real}': rule {described} exposes it read-only.\n"
+                "Add `expose-rw=<directory>` for a directory that may be written.",
+            )
+    return (volatile, None, "")
+
+
+def _check(  # type: ignore[no-untyped-def]
+    path,
+    write,
+    follow=True,
+    dir_fd=None,
+    metadata=False,
+    _decide=None,
+    _remembered=None,
+    _getcwd=None,
     _readlink=None,
     _decode=None,
     _str=None,
@@ -74,7 +140,6 @@ def _check(  # type: ignore[no-untyped-def]
     _int=None,
     _type=None,
     _NotFound=None,
-    _Denied=None,
     _OSError=None,
 ):
     """Allow silently, or raise the refusal that names the rule to add or the rule that refused."""
@@ -86,65 +151,26 @@ def _check(  # type: ignore[no-untyped-def]
             return  # an open descriptor: already judged when it was opened
         else:
             path = _str.__str__(path)
-    else:
-        path = _str.__str__(path)
     if "\x00" in path:
         return  # the call itself will fail with ValueError
-    if dir_fd is not None and dir_fd != -1 and not path.startswith("/"):
-        try:
-            base = _readlink("/proc/self/fd/" + _str(dir_fd))
-        except _OSError:
-            raise _NotFound(
-                f"Cannot tell which directory descriptor {dir_fd} is, to check '{path}': "
-                "/proc/self/fd is not readable.",
-                path,
-            ) from None
-        path = base + "/" + path
-    real = _resolve(path, follow)
-    if metadata and real in _metadata_ok:
-        return
-    exposure = _exposure_of(real)
-    if exposure is None:
-        exposure = _find(real.rpartition("/")[0] or "/") if real != "/" else None
-        if exposure is None:
-            where = real.rpartition("/")[0] or "/"
-            key = "expose-rw" if write else "expose-ro"
-            raise _NotFound(
-                f"Access to '{real}' must be accepted by a rule.\n"
-                f"Add `{key}={where}` to the rule file to allow it.",
-                path,
-            )
-    root, writable, described = exposure
-    if _ignores:
-        below = real[len(root) :].strip("/")
-        for absolute, match, rule in _ignores:
-            if absolute:
-                probe = real
-                while True:
-                    if match(probe) is not None:
-                        raise _NotFound(f"Access to '{real}' is ignored by rule {rule}", path)
-                    if probe == "/":
-                        break
-                    probe = probe.rpartition("/")[0] or "/"
-            elif below:
-                for part in below.split("/"):
-                    if match(part) is not None:
-                        raise _NotFound(f"Access to '{real}' is ignored by rule {rule}", path)
-    if write:
-        if real in _protected:
-            raise _Denied(f"Cannot write to '{real}': it is part of the active sandbox configuration.", path)
-        for d in _protected_dirs:
-            if d.startswith(real + "/"):
-                raise _Denied(
-                    f"Cannot change '{real}': it holds '{d}', part of the active sandbox configuration.",
+    if not path.startswith("/"):
+        if dir_fd is not None and dir_fd != -1:
+            try:
+                base = _readlink("/proc/self/fd/" + _str(dir_fd))
+            except _OSError:
+                raise _NotFound(
+                    f"Cannot tell which directory descriptor {dir_fd} is, to check '{path}': "
+                    "/proc/self/fd is not readable.",
                     path,
-                )
-        if not writable:
-            raise _Denied(
-                f"Cannot write to '{real}': rule {described} exposes it read-only.\n"
-                f"Add `expose-rw=<directory>` for a directory that may be written.",
-                path,
-            )
+                ) from None
+        else:
+            base = _getcwd()
+        path = base + "/" + path
+    volatile, refusal, message = _remembered(path, write, follow, metadata)
+    if volatile:
+        volatile, refusal, message = _decide(path, write, follow, metadata)
+    if refusal is not None:
+        raise refusal(message, path)
 
 
 def _on_open(args, _check=None, _write_flags=None):  # type: ignore[no-untyped-def]
@@ -210,8 +236,8 @@ def build(
     find = c_cache(seal(_find_exposure, _get=table.get))
     ignores = tuple((i.absolute, i.regex.match, i.rule.describe()) for i in fp.ignores)
     protected = frozenset(fp.protected)
-    check = seal(
-        _check,
+    decide = seal(
+        _decide,
         _resolve=resolve,
         _metadata_ok=frozenset(os.path.realpath(d) for d in metadata_dirs),
         _find=find,
@@ -219,6 +245,14 @@ def build(
         _ignores=ignores,
         _protected=protected,
         _protected_dirs=tuple(sorted(protected)),
+        _NotFound=RuleFileNotFoundError,
+        _Denied=RulePermissionError,
+    )
+    check = seal(
+        _check,
+        _decide=decide,
+        _remembered=c_cache(decide, 8192),
+        _getcwd=posix.getcwd,
         _readlink=posix.readlink,
         _decode=bytes.decode,
         _str=str,
@@ -226,7 +260,6 @@ def build(
         _int=int,
         _type=type,
         _NotFound=RuleFileNotFoundError,
-        _Denied=RulePermissionError,
         _OSError=OSError,
     )
     on_read = seal(_on_read, _check=check)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import posix
 
-from ._seal import c_cache, seal
+from ._seal import seal
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -19,14 +19,17 @@ _S_IFMT = 0o170000
 _S_IFLNK = 0o120000
 
 
-def _resolve_full(path, _lstat=None, _readlink=None, _getcwd=None, _OSError=None):  # type: ignore[no-untyped-def]
-    """Every component resolved, like ``os.path.realpath(path)`` (non-strict)."""
+def _resolve_full(path, _lstat=None, _readlink=None, _getcwd=None, _volatile=None, _OSError=None):  # type: ignore[no-untyped-def]
+    """``(real, volatile)``: every component resolved, like ``os.path.realpath(path)``
+    (non-strict); ``volatile`` tells whether the walk met a directory the sandbox may write,
+    where a component can be swapped for a symlink: such an answer must not be cached."""
     if not path.startswith("/"):
         path = _getcwd() + "/" + path
     todo = path.split("/")
     todo.reverse()
     done = ""
     hops = 0
+    volatile = False
     while todo:
         part = todo.pop()
         if part == "" or part == ".":
@@ -35,6 +38,11 @@ def _resolve_full(path, _lstat=None, _readlink=None, _getcwd=None, _OSError=None
             done = done.rpartition("/")[0]
             continue
         candidate = done + "/" + part
+        if not volatile:
+            for root in _volatile:
+                if candidate == root or candidate.startswith(root + "/"):
+                    volatile = True
+                    break
         try:
             st = _lstat(candidate)
         except _OSError:
@@ -52,58 +60,31 @@ def _resolve_full(path, _lstat=None, _readlink=None, _getcwd=None, _OSError=None
             todo.extend(more)
             continue
         done = candidate
-    return done or "/"
+    return (done or "/", volatile)
 
 
-def _resolve(  # type: ignore[no-untyped-def]
-    path,
-    follow=True,
-    _lstat=None,
-    _getcwd=None,
-    _cached_dir=None,
-    _full=None,
-    _volatile=None,
-    _OSError=None,
-):
-    """Resolve ``path``; the parent directory comes from a cache unless it is writable.
-
-    ``follow=False`` keeps a final symlink itself (remove, rename, the link to create).
-    """
-    if not path.startswith("/"):
-        path = _getcwd() + "/" + path
+def _resolve(path, follow=True, _full=None):  # type: ignore[no-untyped-def]
+    """``(real, volatile)`` for an absolute ``path``; ``follow=False`` keeps a final symlink
+    itself (remove, rename, the link to create)."""
     head, _, name = path.rpartition("/")
-    if name == "" or name == "." or name == "..":
+    if follow or name == "" or name == "." or name == "..":
         return _full(path)
-    parent = _cached_dir(head or "/")
-    # A directory the sandbox may write can be swapped for a symlink: never trust the cache there.
-    for root in _volatile:
-        if parent == root or parent.startswith(root + "/"):
-            parent = _full(head or "/")
-            break
-    full = parent + "/" + name if parent != "/" else "/" + name
-    if not follow:
-        return full
-    try:
-        st = _lstat(full)
-    except _OSError:
-        return full
-    if st.st_mode & 0o170000 == 0o120000:
-        return _full(full)
-    return full
+    parent, volatile = _full(head or "/")
+    return (parent + "/" + name if parent != "/" else "/" + name, volatile)
 
 
 def make_resolver(writable_roots: tuple[str, ...]) -> Callable[..., Any]:
-    """A sealed ``resolve(path, follow=True) -> str`` for absolute or relative text paths."""
+    """A sealed ``resolve(path, follow=True) -> (real, volatile)`` for absolute text paths.
+
+    ``volatile``: the walk met a directory the sandbox may write (a component there can be
+    swapped for a symlink), so the answer must not be remembered.
+    """
     full = seal(
-        _resolve_full, _lstat=posix.lstat, _readlink=posix.readlink, _getcwd=posix.getcwd, _OSError=OSError
-    )
-    cached = c_cache(full)
-    return seal(
-        _resolve,
+        _resolve_full,
         _lstat=posix.lstat,
+        _readlink=posix.readlink,
         _getcwd=posix.getcwd,
-        _cached_dir=cached,
-        _full=full,
         _volatile=tuple(writable_roots),
         _OSError=OSError,
     )
+    return seal(_resolve, _full=full)
