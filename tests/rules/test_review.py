@@ -47,12 +47,16 @@ def test_star_import_is_a_warning(rules):
 
 
 def test_risky_api_grants_are_warnings(rules):
-    text = "python-api=ALLOW:*\npython-api=ALLOW:process-exec\npython-api=ALLOW:native\npython-api=ALLOW:dynamic-code\n"
+    text = (
+        "python-api=ALLOW:*\npython-api=ALLOW:process-exec\npython-api=ALLOW:native\n"
+        "python-api=ALLOW:dynamic-code\npython-api=ALLOW:introspection\n"
+    )
     assert [m for _, m in warnings_of(rules, text)] == [
         "warning: 'python-api=ALLOW:*' allows every sensitive call (the API guard is off)",
         "warning: 'python-api=ALLOW:process-exec' lets the program start other programs, which the Python layer cannot watch",
         "warning: 'python-api=ALLOW:native' lets the program load native code and touch raw memory",
         "warning: 'python-api=ALLOW:dynamic-code' lets eval/exec/compile run any code unguarded",
+        "warning: 'python-api=ALLOW:introspection' lets tracing and the object graph reach into the guards' own frames",
     ]
 
 

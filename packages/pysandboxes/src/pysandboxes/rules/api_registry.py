@@ -217,7 +217,9 @@ CATEGORY_OF: MappingProxyType[str, str] = MappingProxyType(
 )
 
 #: categories whose grant deserves a warning mark in learned profiles and in ``check``
-RISKY_CATEGORIES = frozenset({"process-exec", "privileges", "native", "dynamic-code", "deserialization"})
+RISKY_CATEGORIES = frozenset(
+    {"process-exec", "privileges", "native", "introspection", "dynamic-code", "deserialization"}
+)
 
 
 def category_help(category: str) -> str:

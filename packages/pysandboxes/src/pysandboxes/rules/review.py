@@ -45,12 +45,19 @@ def review(policy: Policy, *, shipped: bool = False) -> list[RuleProblem]:
         warn(policy.imports["*"], "allows every import: remove it, relearn and review before shipping")
 
     for api_rule in policy.api.rules:
-        if api_rule.allow and api_rule.target in ("*", "process-exec", "native", "dynamic-code"):
+        if api_rule.allow and api_rule.target in (
+            "*",
+            "process-exec",
+            "native",
+            "dynamic-code",
+            "introspection",
+        ):
             what = {
                 "*": "allows every sensitive call (the API guard is off)",
                 "process-exec": "lets the program start other programs, which the Python layer cannot watch",
                 "native": "lets the program load native code and touch raw memory",
                 "dynamic-code": "lets eval/exec/compile run any code unguarded",
+                "introspection": "lets tracing and the object graph reach into the guards' own frames",
             }[api_rule.target]
             warn(api_rule.rule, what)
 
