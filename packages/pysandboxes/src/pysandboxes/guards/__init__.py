@@ -118,7 +118,7 @@ def arm(
 def _install_wrappers(
     policy: Policy,
     check_file: Callable[..., None],
-    check_import: Callable[[str], None],
+    check_import: Callable[[tuple[Any, ...]], None],
     refuse: Callable[[str], None],
     library: tuple[str, ...],
 ) -> None:
@@ -130,6 +130,9 @@ def _install_wrappers(
             if hasattr(module, name):
                 setattr(module, name, wrapper)
     builtins.__import__ = import_guard.import_wrapper(check_import, library)
+    import importlib._bootstrap
+
+    importlib._bootstrap._find_and_load = import_guard.find_and_load_wrapper(check_import)  # type: ignore[attr-defined]
 
     denied = api_guard.decisions(policy)
     pending: dict[str, list[tuple[str, str]]] = {}

@@ -173,14 +173,26 @@ def _refuse_always(args, _Refused=None, _message=""):  # type: ignore[no-untyped
     raise _Refused(_message)
 
 
+def _pinned(policy: Policy) -> MappingProxyType[str, tuple[str, ...]]:
+    pinned: dict[str, tuple[str, ...]] = {}
+    for r in policy.net.rules:
+        if r.hostname:
+            pinned[r.hostname.lower().rstrip(".")] = tuple(str(n.network_address) for n in r.networks)
+    return MappingProxyType(pinned)
+
+
 def _network(net: Any) -> tuple[int, int, int]:
     bits = net.max_prefixlen
     mask = ((1 << bits) - 1) ^ ((1 << (bits - net.prefixlen)) - 1)
     return (net.version, int(net.network_address) & mask, mask)
 
 
-def build(policy: Policy, check_file: Callable[..., None]) -> dict[str, Callable[[tuple[Any, ...]], None]]:
-    """The sealed handlers of the network guard: audit event -> handler(args)."""
+def decider(policy: Policy) -> tuple[Callable[..., Any], Callable[..., Any], Callable[..., None]]:
+    """The sealed ``(parse, decide, judge)`` functions of ``policy``'s ``net=`` rules.
+
+    ``parse(text) -> (version, int) | None``; ``decide(version, int, port, protocol,
+    direction) -> rule tuple | None``; ``judge(host, port, protocol, direction)`` raises.
+    """
     net = policy.net
     rules = tuple(
         (
@@ -194,12 +206,7 @@ def build(policy: Policy, check_file: Callable[..., None]) -> dict[str, Callable
         )
         for r in (*net.deny, *net.allow)
     )
-    pinned: dict[str, tuple[str, ...]] = {}
-    for r in net.rules:
-        if r.hostname:
-            key = r.hostname.lower().rstrip(".")
-            pinned[key] = tuple(str(n.network_address) for n in r.networks)
-    pinned_view = MappingProxyType(pinned)
+    pinned_view = _pinned(policy)
     parse = seal(
         _parse_ip,
         _pton=_socket.inet_pton,
@@ -218,6 +225,13 @@ def build(policy: Policy, check_file: Callable[..., None]) -> dict[str, Callable
         _str=str,
         _type=type,
     )
+    return parse, decide, judge
+
+
+def build(policy: Policy, check_file: Callable[..., None]) -> dict[str, Callable[[tuple[Any, ...]], None]]:
+    """The sealed handlers of the network guard: audit event -> handler(args)."""
+    parse, _decide_fn, judge = decider(policy)
+    pinned_view = _pinned(policy)
     common: dict[str, object] = {
         "_judge": judge,
         "_check_file": check_file,
