@@ -75,7 +75,7 @@ def _on_import(  # type: ignore[no-untyped-def]
 
 def build(
     policy: Policy, extra: Iterable[str] = ()
-) -> tuple[Callable[[str], None], dict[str, Callable[[tuple[Any, ...]], None]]]:
+) -> tuple[Callable[[tuple[Any, ...]], None], dict[str, Callable[[tuple[Any, ...]], None]]]:
     """``extra``: top-level names that are part of the program itself (``python-sb -m pkg``)."""
     allowed = frozenset(policy.imports) | EXEMPT | frozenset(extra)
     check = seal(
@@ -121,7 +121,7 @@ def find_and_load_wrapper(on_import: Callable[[tuple[Any, ...]], None]) -> Calla
     modules without raising the ``import`` audit event."""
     import importlib._bootstrap as bootstrap
 
-    original = bootstrap._find_and_load
+    original = bootstrap._find_and_load  # type: ignore[attr-defined]
 
     def _find_and_load(name: str, import_: Any) -> Any:
         on_import((name,))
