@@ -68,6 +68,7 @@ def _decide(  # type: ignore[no-untyped-def]
     _protected_dirs=None,
     _NotFound=None,
     _Denied=None,
+    _len=None,
 ):
     """``(volatile, refusal class or None, message)`` for an absolute path (see ``paths.py``)."""
     real, volatile = _resolve(path, follow)
@@ -86,7 +87,7 @@ def _decide(  # type: ignore[no-untyped-def]
             )
     root, writable, described = exposure
     if _ignores:
-        below = real[len(root) :].strip("/")
+        below = real[_len(root) :].strip("/")
         for absolute, match, rule in _ignores:
             if absolute:
                 probe = real
@@ -247,6 +248,7 @@ def build(
         _protected_dirs=tuple(sorted(protected)),
         _NotFound=RuleFileNotFoundError,
         _Denied=RulePermissionError,
+        _len=len,
     )
     check = seal(
         _check,

@@ -81,7 +81,12 @@ def _judge(  # type: ignore[no-untyped-def]
         addresses = ("127.0.0.1", "::1")
     else:
         addresses = _pinned.get(host.lower().rstrip("."), (host,))
-    shown_host = host if host == addresses[0] or len(addresses) == 0 else None
+    if not addresses:
+        raise _Refused(
+            f"Connection to '{host}' DENIED: its net= rule names it, but the name did not resolve "
+            "when the rules were loaded, so no address is allowed."
+        )
+    shown_host = host if host == addresses[0] else None
     for address in addresses:
         parsed = _parse(address)
         if parsed is None:
