@@ -1,0 +1,70 @@
+"""The refusal family: each is a SandBoxError and the builtin error a caller expects."""
+
+from __future__ import annotations
+
+import pickle
+
+import pytest
+
+from pysandboxes import (
+    RuleApiPermissionError,
+    RuleFileNotFoundError,
+    RuleModuleNotFoundError,
+    RulePermissionError,
+    RuleSocketConnectionRefusedError,
+    SandBoxError,
+    sandbox_denials,
+)
+
+
+@pytest.mark.parametrize(
+    ("refusal", "builtin"),
+    [
+        (RuleFileNotFoundError("Access to '/etc/passwd' must be accepted by a rule."), FileNotFoundError),
+        (RulePermissionError("Cannot write to '/x'"), PermissionError),
+        (RuleSocketConnectionRefusedError("Connection to [1.2.3.4]:80 DENIED"), ConnectionRefusedError),
+        (
+            RuleModuleNotFoundError("Module named 'socket' is not allowed by a rule", "socket"),
+            ModuleNotFoundError,
+        ),
+        (RuleApiPermissionError("os.system() is denied", "os.system", "process-exec"), PermissionError),
+    ],
+)
+def test_each_refusal_is_a_sandbox_error_and_its_builtin_twin(refusal, builtin):
+    assert isinstance(refusal, SandBoxError)
+    assert isinstance(refusal, builtin)
+    copy = pickle.loads(pickle.dumps(refusal))  # crosses the partial-mode channel intact
+    assert type(copy) is type(refusal) and str(copy) == str(refusal)
+
+
+def test_an_os_refusal_keeps_its_message_when_a_caller_sets_filename():
+    refusal = RuleFileNotFoundError("Access to '/etc/passwd' must be accepted by a rule.", "/etc/passwd")
+    refusal.filename = "other"
+    assert str(refusal) == "Access to '/etc/passwd' must be accepted by a rule."
+    assert refusal.errno == 2
+
+
+def test_sandbox_denials_lists_refusals_innermost_first_through_cause_and_context():
+    try:
+        try:
+            raise RuleFileNotFoundError("Access to '/a' must be accepted by a rule.")
+        except OSError:
+            try:
+                raise RuleApiPermissionError("os.system() is denied", "os.system", "process-exec")
+            except PermissionError as inner:
+                raise RuntimeError("tool failed") from inner
+    except RuntimeError as outer:
+        denials = sandbox_denials(outer)
+    assert denials == [
+        "RuleFileNotFoundError: Access to '/a' must be accepted by a rule.",
+        "RuleApiPermissionError: os.system() is denied",
+    ]
+
+
+def test_sandbox_denials_looks_into_exception_groups_and_is_empty_otherwise():
+    group = ExceptionGroup(
+        "many", [ValueError("x"), RuleModuleNotFoundError("Module named 'csv' is not allowed by a rule")]
+    )
+    assert sandbox_denials(group) == ["RuleModuleNotFoundError: Module named 'csv' is not allowed by a rule"]
+    assert sandbox_denials(ValueError("plain")) == []
+    assert sandbox_denials(None) == []
