@@ -220,7 +220,18 @@ def format_seconds(seconds: float) -> str:
         return f"{seconds:.2f} s"
     if seconds >= 1e-3:
         return f"{seconds * 1e3:.1f} ms"
-    return f"{seconds * 1e6:.0f} µs"
+    if seconds >= 1e-5:
+        return f"{seconds * 1e6:.0f} µs"
+    return f"{seconds * 1e6:.1f} µs"
+
+
+def format_mib(size: float) -> str:
+    return f"{size / 2**20:.1f} MiB"
+
+
+def format_value(value: float, unit: str) -> str:
+    """``unit`` "s": a duration in seconds; "B": a size in bytes."""
+    return format_mib(value) if unit == "B" else format_seconds(value)
 
 
 def format_ratio(ours: float | None, theirs: float | None) -> str:
@@ -232,9 +243,11 @@ def format_ratio(ours: float | None, theirs: float | None) -> str:
 @dataclass(frozen=True)
 class Row:
     measure: str
-    ours: float | None  # seconds; None: not measured
-    theirs: float | None  # seconds; None: the reference is unavailable (see Table.reference_missing)
+    ours: float | None  # seconds (bytes when unit == "B"); None: not measured
+    theirs: float | None  # same unit; None: the reference is unavailable (see Table.reference_missing)
     command: str
+    unit: str = "s"  # "s" seconds, "B" bytes
+    target: str | None = None  # the goal for our figure and whether it is met; adds a "target" column
 
 
 @dataclass
@@ -245,22 +258,23 @@ class Table:
     reference_missing: str | None = None  # why the reference column says n/a
 
     def render(self) -> str:
-        header = ("measure", "ours", REFERENCE_LABEL, "ratio (reference / ours)", "command")
+        with_target = any(row.target is not None for row in self.rows)
+        header: tuple[str, ...] = ("measure", "ours", REFERENCE_LABEL, "ratio (reference / ours)")
+        header += ("target", "command") if with_target else ("command",)
         cells = [header]
         for row in self.rows:
             if row.theirs is not None:
-                theirs = format_seconds(row.theirs)
+                theirs = format_value(row.theirs, row.unit)
             else:
                 theirs = "n/a (see the first note)" if self.reference_missing else "n/a"
-            cells.append(
-                (
-                    row.measure,
-                    format_seconds(row.ours) if row.ours is not None else "n/a",
-                    theirs,
-                    format_ratio(row.ours, row.theirs),
-                    row.command,
-                )
+            cell: tuple[str, ...] = (
+                row.measure,
+                format_value(row.ours, row.unit) if row.ours is not None else "n/a",
+                theirs,
+                format_ratio(row.ours, row.theirs),
             )
+            cell += (row.target or "", row.command) if with_target else (row.command,)
+            cells.append(cell)
         widths = [max(len(line[i]) for line in cells) for i in range(len(header))]
 
         def line(values: Sequence[str]) -> str:

@@ -1,16 +1,98 @@
 #!/usr/bin/env bash
-# `make demo`: a rule file written, reviewed, explained; a broken one reported; a locked one
-# refusing a rule added on the command line. (Running programs under the rules arrives with
-# the Python layer; this demo grows with it.)
+# `make demo`: a program run under its rule file (complete mode), the same program without
+# it, C code against the kernel boundary; then a rule file written, reviewed and explained, a
+# broken one reported, and a locked one refusing a rule added on the command line.
+# Everything happens in a temporary directory (removed on exit); the only network used is
+# two TCP servers on 127.0.0.1, started and stopped here.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 bin="$root/.venv/bin"
+quick="$root/demo/quick"
 work="$(mktemp -d "${TMPDIR:-/tmp}/pysandboxes-demo.XXXXXX")"
-trap 'rm -rf "$work"' EXIT
+user_home="$HOME"
+server_pid=""
+cleanup() {
+    if [ -n "$server_pid" ]; then
+        kill "$server_pid" 2>/dev/null || true
+        wait "$server_pid" 2>/dev/null || true
+    fi
+    rm -rf "$work"
+}
+trap cleanup EXIT
 cd "$work"
 step() { printf '\n\033[1m== %s\033[0m\n' "$*"; }
+show() { printf '\033[2m$ %s\033[0m\n' "$*"; }
 
-step "1. pysandboxes init: the commented, deny-by-default template"
+# -- the stage: a temporary home with a private key, a secret in the environment, an output
+# directory, and two loopback servers: the report service (allowed) and a collector (not).
+mkdir -p home/.ssh out
+printf -- '-----BEGIN DEMO KEY-----\nnot a real key\n' > home/.ssh/id_demo
+chmod 600 home/.ssh/id_demo
+cat > servers.py <<'PY'
+import os, socket, sys, threading
+
+def serve(listener, name):
+    while True:
+        conn, _ = listener.accept()
+        with conn:
+            line = conn.makefile("rb").readline()
+            conn.sendall(f"{name} received {len(line.strip())} bytes\n".encode())
+
+ports = []
+for name in ("the report service", "the collector"):
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen()
+    ports.append(str(listener.getsockname()[1]))
+    threading.Thread(target=serve, args=(listener, name), daemon=True).start()
+with open(sys.argv[1] + ".tmp", "w") as f:
+    f.write(" ".join(ports) + "\n")
+os.rename(sys.argv[1] + ".tmp", sys.argv[1])
+threading.Event().wait()
+PY
+"$bin/python" servers.py ports &
+server_pid=$!
+for _ in $(seq 100); do [ -f ports ] && break; sleep 0.05; done
+read -r service_port collector_port < ports
+
+export HOME="$work/home" REPORT_OUT="$work/out" REPORT_SERVICE_PORT="$service_port"
+export DEMO_API_KEY="sk-demo-0123456789"
+landlock_missing="$("$bin/python" -c 'from pysandboxes.providers.landlock import available; print(available() or "")')"
+if [ -n "$landlock_missing" ]; then
+    export OS_SANDBOX=subprocess
+    echo "(Landlock cannot start here: $landlock_missing. This demo uses os-sandbox=subprocess.)"
+fi
+
+step "1. Complete mode: python-sb runs a program under the rule file next to it"
+echo "demo/quick/.py-sandboxes, without its comments:"
+grep -v '^#' "$quick/.py-sandboxes" | grep . | sed 's/^/    /'
+echo "The host has DEMO_API_KEY exported and ~/.ssh/id_demo; the report service listens on"
+echo "127.0.0.1:$service_port (allowed), a collector on 127.0.0.1:$collector_port (no rule)."
+show "cd $work && python-sb $quick/report.py $collector_port"
+"$bin/python-sb" "$quick/report.py" "$collector_port"
+echo "(exit code 0, os-sandbox=${OS_SANDBOX:-landlock}; each refusal above is an exception the program caught)"
+
+step "2. The same program under plain python: every attempt succeeds"
+show "python $quick/report.py $collector_port"
+"$bin/python" -u "$quick/report.py" "$collector_port" | sed -n '/^Beyond the job/,$p'
+
+step "3. C code, which the Python layer cannot see: only the kernel holds"
+echo "peek.py reads ~/.ssh/id_demo through libc; ctypes is granted on the command line."
+grant=(--python-import=ctypes --python-api=ALLOW:native)
+show "python-sb ${grant[*]} --os-sandbox=subprocess $quick/peek.py"
+"$bin/python-sb" "${grant[@]}" --os-sandbox=subprocess "$quick/peek.py"
+show "python-sb ${grant[*]} --os-sandbox=landlock $quick/peek.py"
+if [ -z "$landlock_missing" ]; then
+    "$bin/python-sb" "${grant[@]}" --os-sandbox=landlock "$quick/peek.py"
+else
+    echo "(skipped: $landlock_missing)"
+fi
+
+# The rule-language tour runs with the user's own home again.
+unset REPORT_OUT REPORT_SERVICE_PORT DEMO_API_KEY
+export HOME="$user_home"
+
+step "4. pysandboxes init: the commented, deny-by-default template"
 "$bin/pysandboxes" init
 mkdir data output
 cat >> .py-sandboxes <<'RULES'
@@ -30,13 +112,13 @@ eval-namespace=closed
 RULES
 echo "(appended 12 rules for the demo program)"
 
-step "2. pysandboxes check: loads it, reviews risky rules"
+step "5. pysandboxes check: loads it, reviews risky rules"
 "$bin/pysandboxes" check
 
-step "3. pysandboxes explain: the effective policy, every rule with its file and line"
+step "6. pysandboxes explain: the effective policy, every rule with its file and line"
 DEMO_TOKEN=s3cret "$bin/pysandboxes" explain
 
-step "4. A broken rule file: every problem at once, with file and line, nothing loaded"
+step "7. A broken rule file: every problem at once, with file and line, nothing loaded"
 cat > broken.py-sandboxes <<'RULES'
 expose-ro=./missing-dir
 net=ALLOW|tcp|example.org|443
@@ -47,9 +129,9 @@ bwrap.shared-net=true
 RULES
 "$bin/pysandboxes" check broken.py-sandboxes || echo "(exit code $?)"
 
-step "5. The lock: learn=false refuses rules added on the command line"
+step "8. The lock: learn=false refuses rules added on the command line"
 echo "learn=false" >> .py-sandboxes
 "$bin/python-sb" --expose-ro=/etc app.py || echo "(exit code $?)"
 
 step "Done"
-echo "Next: docs/rules.md for every key; \`make test\` runs the suite."
+echo "Next: docs/complete-mode.md, docs/security-model.md, docs/rules.md; \`make test\` runs the suite."

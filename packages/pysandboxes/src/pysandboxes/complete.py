@@ -26,8 +26,9 @@ if TYPE_CHECKING:
 _LOGGER = "pysandboxes.complete"
 _exec = exec  # the real one: the guards replace builtins.exec when dynamic code is denied
 
-#: options a running interpreter can honour itself; any other one needs a fresh interpreter
-_EMULATED = frozenset({"-u", "-B", "-W", "-i", "-q", "-x"})
+#: options the runner honours itself; any other one needs a fresh interpreter started with it
+#: (so that sys.flags, buffering and warnings are exactly python's)
+_EMULATED = frozenset({"-i", "-x"})
 _HANDOFF_ENV = "PYSANDBOXES_HANDOFF_FD"
 
 
@@ -130,8 +131,8 @@ class Program:
                     2,
                     f"python-sb: can't open file {os.path.abspath(script)!r}: [Errno {exc.errno}] {exc.strerror}",
                 ) from None
-            if command.flags.skip_first_line:
-                source = source.partition(b"\n")[2]
+            if command.flags.skip_first_line:  # python skips the line, not the line count
+                source = b"\n" + source.partition(b"\n")[2]
             self.main_file = os.path.abspath(script)
             self.path0 = os.path.dirname(os.path.realpath(script))
             self.program_files.append(os.path.realpath(script))
@@ -148,6 +149,7 @@ class Program:
             self.path0 = ""
             self.code = self._compile(sys.stdin.buffer.read(), "<stdin>")
             self.argv[0] = "-" if mode == STDIN else ""
+            self.main_file = "<stdin>"
         else:
             self.path0 = ""
 
@@ -156,6 +158,7 @@ class Program:
         try:
             return compile(source, filename, "exec", dont_inherit=True, optimize=optimize or -1)
         except (SyntaxError, ValueError) as exc:
+            exc.__traceback__ = None  # python shows no frame for a program that does not compile
             sys.excepthook(type(exc), exc, None)
             raise Exit(1) from None
 
@@ -207,15 +210,19 @@ def _fresh_main(program: Program) -> dict[str, Any]:
 
     module = types.ModuleType("__main__")
     module.__dict__["__builtins__"] = builtins
-    if program.main_file is not None and program.run_module is None:
+    module.__dict__["__annotations__"] = {}  # noqa: RUF063 - the namespace python gives __main__
+    if program.main_file == "<stdin>":
+        module.__file__ = "<stdin>"
+        module.__cached__ = None  # type: ignore[attr-defined]
+        module.__loader__ = sys.modules["_frozen_importlib"].BuiltinImporter
+    elif program.main_file is not None and program.run_module is None:
         module.__file__ = program.main_file
-        from importlib.machinery import SourceFileLoader
-
-        module.__loader__ = SourceFileLoader("__main__", program.main_file)
+        module.__cached__ = None  # type: ignore[attr-defined]
+        # importlib.machinery's own classes, without importing it (and warnings) at start-up
+        machinery = sys.modules["_frozen_importlib_external"]
+        module.__loader__ = machinery.SourceFileLoader("__main__", program.main_file)
     elif program.run_module is None:
-        from importlib.machinery import BuiltinImporter
-
-        module.__loader__ = BuiltinImporter
+        module.__loader__ = sys.modules["_frozen_importlib"].BuiltinImporter
     sys.modules["__main__"] = module
     return module.__dict__
 
@@ -224,34 +231,62 @@ _PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
 
 
 def _strip_own_frames(exc: BaseException) -> Any:
-    """The traceback CPython would show: without the sandbox's own frames."""
-    kept = []
-    tb = exc.__traceback__
-    while tb is not None:
-        if not tb.tb_frame.f_code.co_filename.startswith(_PACKAGE_DIR):
-            kept.append(tb)
-        tb = tb.tb_next
-    for entry, following in zip(kept, [*kept[1:], None], strict=True):
-        entry.tb_next = following
-    first = kept[0] if kept else None
-    exc.__traceback__ = first  # the display reads the exception's own traceback
-    return first
+    """The traceback CPython would show: without the sandbox's own frames, in the exception
+    and in every exception chained to it (a refusal shown as the cause of another error)."""
+    seen: set[int] = set()
+    pending: list[BaseException | None] = [exc]
+    while pending:
+        current = pending.pop()
+        if current is None or id(current) in seen:
+            continue
+        seen.add(id(current))
+        kept = []
+        tb = current.__traceback__
+        while tb is not None:
+            if not tb.tb_frame.f_code.co_filename.startswith(_PACKAGE_DIR):
+                kept.append(tb)
+            tb = tb.tb_next
+        for entry, following in zip(kept, [*kept[1:], None], strict=True):
+            entry.tb_next = following
+        current.__traceback__ = kept[0] if kept else None  # the display reads this one
+        pending += [current.__cause__, current.__context__]
+        if isinstance(current, BaseExceptionGroup):
+            pending += list(current.exceptions)
+    return exc.__traceback__
 
 
 def _execute(program: Program, namespace: dict[str, Any]) -> None:
     if program.run_module is not None:
         import runpy
 
-        runpy._run_module_as_main(program.run_module, alter_argv=True)  # type: ignore[attr-defined]
+        # A directory or zip app keeps its own path as sys.argv[0], as with python.
+        alter_argv = program.command.mode == MODULE
+        runpy._run_module_as_main(program.run_module, alter_argv=alter_argv)  # type: ignore[attr-defined]
     elif program.code is not None:
         _exec(program.code, namespace)
 
 
-def _interact(namespace: dict[str, Any], quiet: bool, where: str) -> None:
+def _console(namespace: dict[str, Any]) -> Any:
+    """python's REPL: prompts on stderr when stdin is not a terminal, readline when it is."""
     import code
 
+    class Console(code.InteractiveConsole):
+        def raw_input(self, prompt: str = "") -> str:
+            if sys.stdin.isatty():
+                return input(prompt)
+            sys.stderr.write(prompt)
+            sys.stderr.flush()
+            line = sys.stdin.readline()
+            if not line:
+                raise EOFError
+            return line[:-1] if line.endswith("\n") else line
+
+    return Console(namespace)
+
+
+def _interact(console: Any, quiet: bool, where: str) -> None:
     banner = "" if quiet else f"Python {sys.version} on {sys.platform}\n{where}"
-    code.interact(banner=banner, local=namespace, exitmsg="")
+    console.interact(banner=banner, exitmsg="")
 
 
 def _prepare_ipython(namespace: dict[str, Any], quiet: bool) -> Any:
@@ -296,20 +331,7 @@ def run(command: CommandLine, policy: Policy, provider: str, program: Program) -
     from .guards import arm
 
     raise_signal = _signal.raise_signal  # captured before the API guard wraps it
-    flags = command.flags
-    if flags.unbuffered:
-        for stream in (sys.stdout, sys.stderr):
-            try:  # noqa: SIM105 - contextlib costs a millisecond at start-up
-                stream.reconfigure(write_through=True)  # type: ignore[union-attr]
-            except (AttributeError, ValueError):
-                pass
-    if flags.dont_write_bytecode:
-        sys.dont_write_bytecode = True
-    if flags.warnoptions:
-        import warnings
-
-        sys.warnoptions[:] = list(flags.warnoptions)
-        warnings._processoptions(sys.warnoptions)  # type: ignore[attr-defined]
+    flags = command.flags  # -u, -B, -W… were applied by the interpreter itself (see _EMULATED)
     sys.argv[:] = program.argv
     if sys.path and not flags.safe_path:
         sys.path[0] = program.path0
@@ -322,13 +344,12 @@ def run(command: CommandLine, policy: Policy, provider: str, program: Program) -
     # The runner's own modules, loaded before the rules apply (never charged to the program).
     if program.run_module is not None:
         import runpy  # noqa: F401
-    shell_app = None
+    shell_app = console = None
     if inspect and program.ipython:
         shell_app = _prepare_ipython(namespace, flags.quiet)
         program_files.append(shell_app.ipython_dir)
     elif inspect:
-        import code  # noqa: F401
-        import codeop  # noqa: F401
+        console = _console(namespace)
 
         try:  # noqa: SIM105
             import readline  # noqa: F401 - line editing, as in python's REPL
@@ -355,6 +376,7 @@ def run(command: CommandLine, policy: Policy, provider: str, program: Program) -
             program_files=program_files,
             program_dirs=[program.path0] if program.path0 else [],
             extra_imports=_program_modules(program),
+            interactive=inspect,
         )
     status = 0
     try:
@@ -377,7 +399,7 @@ def run(command: CommandLine, policy: Policy, provider: str, program: Program) -
             if shell_app is not None:
                 shell_app.start()
             else:
-                _interact(namespace, flags.quiet or command.mode != REPL, where)
+                _interact(console, flags.quiet or command.mode != REPL, where)
         except SystemExit as exc:
             return _exit_status(exc)
     return status
@@ -423,7 +445,13 @@ def exec_fresh_interpreter(
         f"import sys; sys.path.insert(0, {package_root!r}); "
         "from pysandboxes.complete import resume; sys.exit(resume())"
     )
-    environment = dict(policy.environment)
+    # The interpreter starts with what configures it on the host, as python would (PYTHON*,
+    # the locale); the program then sees only the env= result (see run()).
+    environment = {
+        k: v for k, v in os.environ.items() if k.startswith(("PYTHON", "LC_")) or k in ("LANG", "LANGUAGE")
+    }
+    environment.pop("PYTHONINSPECT", None)
+    environment.update(policy.environment)
     if "TERM" in os.environ and "TERM" not in environment:
         environment["TERM"] = os.environ["TERM"]
     environment[_HANDOFF_ENV] = str(fd)

@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import os
 import sys
-from collections.abc import Mapping, Sequence
 
 from .. import __version__
 from ..errors import ProviderError, RuleSyntaxError
 from .cpython_args import UsageError, parse_command_line, usage_hint, usage_text
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Mapping, Sequence
 
 
 def main(
@@ -24,7 +27,8 @@ def main(
         command = parse_command_line(args)
     except UsageError as exc:
         print(exc, file=sys.stderr)
-        print(usage_hint(), file=sys.stderr)
+        hint = usage_hint()
+        sys.stderr.write(hint if hint.endswith("\n") else hint + "\n")
         return exc.exit_code
     if command.help:
         sys.stdout.write(usage_text())

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import builtins
 import sys
-from types import FunctionType, MappingProxyType
+from types import FunctionType
 
 from .._log import USER_LOGGER, debug
 from ..errors import RuleApiPermissionError, SandBoxError
@@ -21,7 +21,7 @@ from . import api as api_guard
 from . import files as file_guard
 from . import imports as import_guard
 from . import network as net_guard
-from ._seal import SEALED_GLOBALS, seal
+from ._seal import SEALED_GLOBALS, frozen_get, seal
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -73,19 +73,21 @@ def arm(
     program_files: Iterable[str] = (),
     program_dirs: Iterable[str] = (),
     extra_imports: Iterable[str] = (),
+    interactive: bool = False,
 ) -> None:
     """Install the Python layer for ``policy`` in this process. Irreversible.
 
     ``program_files``: what the program is read from (readable); ``program_dirs``: where it
     lives (``sys.path[0]``: its metadata is readable); ``extra_imports``: top-level names that
-    are the program itself (``-m pkg``).
+    are the program itself (``-m pkg``); ``interactive``: a REPL follows, where typed code is
+    compiled by the console (dynamic code is the REPL's job, as with the reference).
     """
     if _Armed.policy is not None:
         raise SandBoxError("the sandbox's guards are already armed in this process")
     library = import_guard.library_prefixes()
     files = file_guard.build(policy, program_files=program_files, metadata_dirs=program_dirs)
     import_check, import_handlers = import_guard.build(policy, extra_imports)
-    refuse, api_handlers = api_guard.build(policy, library)
+    refuse, api_handlers = api_guard.build(policy, library, allow_dynamic=interactive)
     table: dict[str, Callable[[tuple[Any, ...]], None]] = {}
     table.update(files.handlers)
     table.update(net_guard.build(policy, files.check))
@@ -100,13 +102,13 @@ def arm(
     )
     table["object.__setattr__"] = protect
     table["object.__delattr__"] = protect
-    _install_wrappers(policy, files.check, import_check, refuse, library)
+    _install_wrappers(policy, files.check, import_check, refuse, library, allow_dynamic=interactive)
     import _thread
 
     note = seal(
         _note, _lock=_thread.allocate_lock(), _modules_get=sys.modules.get, _name=USER_LOGGER, _type=type
     )
-    hook = seal(_hook, _get=MappingProxyType(table).get, _note=note, _Base=BaseException)
+    hook = seal(_hook, _get=frozen_get(table), _note=note, _Base=BaseException)
     sys.addaudithook(hook)
     _Armed.policy = policy
     debug("pysandboxes.guards", "guards armed: %d audit events judged", len(table))
@@ -121,6 +123,8 @@ def _install_wrappers(
     check_import: Callable[[tuple[Any, ...]], None],
     refuse: Callable[[str], None],
     library: tuple[str, ...],
+    *,
+    allow_dynamic: bool = False,
 ) -> None:
     import os
     import posix
@@ -146,7 +150,7 @@ def _install_wrappers(
             _patch(loaded, attribute, function, refuse)
     if pending:
         sys.meta_path.insert(0, _PatchOnLoad(pending, refuse))
-    dynamic = [n for n in ("eval", "exec", "compile") if f"builtins.{n}" in denied]
+    dynamic = [n for n in ("eval", "exec", "compile") if f"builtins.{n}" in denied and not allow_dynamic]
     for name in dynamic:
         setattr(builtins, name, _dynamic_code_wrapper(name, getattr(builtins, name), refuse, library))
 

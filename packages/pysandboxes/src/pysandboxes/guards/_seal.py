@@ -11,9 +11,10 @@ switches the guard off. Here every function the audit hook runs is *sealed*:
   classes) is bound as a positional default. ``__defaults__`` is a tuple, and replacing it or
   ``__code__`` raises the ``object.__setattr__`` audit event, which the hook refuses for
   sealed functions;
-* tables are immutable: ``frozenset``, ``tuple``, ``MappingProxyType`` over a dict nothing
-  else references, compiled regular expressions, and ``functools.lru_cache`` (a C object whose
-  cache cannot be written from Python).
+* tables are immutable: ``frozenset``, ``tuple`` (a mapping is a frozenset of keys plus
+  aligned tuples, see :func:`frozen_get`: ``MappingProxyType`` is *not* immutable, ``proxy |
+  obj`` hands the underlying dict to ``obj.__ror__``), compiled regular expressions, and the
+  C ``lru_cache`` wrapper (its cache cannot be written from Python).
 
 So even a frame of the guard reached through a traceback shows only values that cannot be
 changed. ``tests/guards/test_sealed.py`` checks the bytecode of every sealed function.
@@ -82,3 +83,15 @@ def c_cache(function: Callable[..., Any], maxsize: int = 4096) -> Callable[..., 
 
         return functools.lru_cache(maxsize=maxsize)(function)
     return _lru_cache_wrapper(function, maxsize, False, tuple)  # type: ignore[no-any-return]
+
+
+def _frozen_get(key, _keys=None, _index=None, _values=None):  # type: ignore[no-untyped-def]
+    if key in _keys:
+        return _values[_index(key)]
+    return None
+
+
+def frozen_get(mapping: dict[Any, Any]) -> Callable[[Any], Any]:
+    """A sealed ``mapping.get`` over tuples: nothing reachable from it can be changed."""
+    keys = tuple(mapping)
+    return seal(_frozen_get, _keys=frozenset(keys), _index=keys.index, _values=tuple(mapping.values()))

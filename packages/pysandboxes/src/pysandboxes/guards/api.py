@@ -16,7 +16,7 @@ from types import MappingProxyType
 from ..errors import RuleApiPermissionError
 from ..rules.api_registry import CATEGORY_OF
 from ..rules.policy import Policy
-from ._seal import seal
+from ._seal import frozen_get, seal
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -119,9 +119,15 @@ def refusal_message(function: str, category: str) -> str:
 
 
 def _refuse(function, _denied=None, _Refused=None):  # type: ignore[no-untyped-def]
-    found = _denied.get(function)
-    if found is not None:
-        raise _Refused(found[1], function, found[0])
+    category = _denied(function)
+    if category is not None:
+        raise _Refused(
+            f"{function}() is denied by the API guard (category: {category}).\n"
+            f"Add `python-api=ALLOW:{function}` for this function only, or "
+            f"`python-api=ALLOW:{category}` for the whole category.",
+            function,
+            category,
+        )
 
 
 def _on_event(args, _name="", _refuse=None):  # type: ignore[no-untyped-def]
@@ -153,20 +159,25 @@ def _on_compile(  # type: ignore[no-untyped-def]
     _refuse("builtins.compile")
 
 
-def decisions(policy: Policy) -> MappingProxyType[str, tuple[str, str]]:
-    """Every denied registry function -> (category, message)."""
-    denied: dict[str, tuple[str, str]] = {}
+def decisions(policy: Policy) -> MappingProxyType[str, str]:
+    """Every denied registry function -> its category (``Policy.decide_api``, for all at once)."""
+    rules = policy.api.rules
+    if not rules:
+        return MappingProxyType(dict(CATEGORY_OF))
+    targets = {r.target for r in rules}
+    denied: dict[str, str] = {}
     for function, category in CATEGORY_OF.items():
-        if not policy.decide_api(function).allowed:
-            denied[function] = (category, refusal_message(function, category))
+        spoken_for = function in targets or category in targets or "*" in targets
+        if not (spoken_for and policy.decide_api(function).allowed):
+            denied[function] = category
     return MappingProxyType(denied)
 
 
 def build(
-    policy: Policy, library: tuple[str, ...]
+    policy: Policy, library: tuple[str, ...], *, allow_dynamic: bool = False
 ) -> tuple[Callable[[str], None], dict[str, Callable[[tuple[Any, ...]], None]]]:
     denied = decisions(policy)
-    refuse = seal(_refuse, _denied=denied, _Refused=RuleApiPermissionError)
+    refuse = seal(_refuse, _denied=frozen_get(dict(denied)), _Refused=RuleApiPermissionError)
     handlers: dict[str, Callable[[tuple[Any, ...]], None]] = {}
     for event, function in EVENTS.items():
         if function in denied:
@@ -175,7 +186,8 @@ def build(
         handlers["ctypes.dlopen"] = seal(_on_dlopen, _refuse=refuse)
     if "resource.prlimit" in denied:
         handlers["resource.prlimit"] = seal(_on_prlimit, _refuse=refuse)
-    if "builtins.compile" in denied and "builtins.eval" in denied and "builtins.exec" in denied:
+    dynamic_denied = all(f"builtins.{n}" in denied for n in ("compile", "eval", "exec"))
+    if dynamic_denied and not allow_dynamic:
         handlers["compile"] = seal(
             _on_compile,
             _getframe=sys._getframe,

@@ -12,12 +12,11 @@ from __future__ import annotations
 
 import os
 import posix
-from types import MappingProxyType
 
 from .._record import Record
 from ..errors import RuleFileNotFoundError, RulePermissionError
 from ..rules.policy import Policy
-from ._seal import c_cache, seal
+from ._seal import c_cache, frozen_get, seal
 from .paths import make_resolver
 
 TYPE_CHECKING = False
@@ -231,10 +230,10 @@ def build(
     for f in program_files:
         real = os.path.realpath(f)
         exposures.setdefault(real, (real, False, f"'{real}' (the program being run)"))
-    table = MappingProxyType(exposures)
+    table = frozen_get(exposures)
     writable_roots = tuple(sorted(p for p, (_r, w, _d) in exposures.items() if w))
     resolve = make_resolver(writable_roots)
-    find = c_cache(seal(_find_exposure, _get=table.get))
+    find = c_cache(seal(_find_exposure, _get=table))
     ignores = tuple((i.absolute, i.regex.match, i.rule.describe()) for i in fp.ignores)
     protected = frozenset(fp.protected)
     decide = seal(
@@ -242,7 +241,7 @@ def build(
         _resolve=resolve,
         _metadata_ok=frozenset(os.path.realpath(d) for d in metadata_dirs),
         _find=find,
-        _exposure_of=table.get,
+        _exposure_of=table,
         _ignores=ignores,
         _protected=protected,
         _protected_dirs=tuple(sorted(protected)),

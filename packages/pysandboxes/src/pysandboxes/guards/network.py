@@ -11,11 +11,10 @@ other families (netlink, packet, …) are refused.
 from __future__ import annotations
 
 import _socket
-from types import MappingProxyType
 
 from ..errors import RuleSocketConnectionRefusedError
 from ..rules.policy import Policy
-from ._seal import seal
+from ._seal import frozen_get, seal
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -80,7 +79,9 @@ def _judge(  # type: ignore[no-untyped-def]
     elif host == "localhost":
         addresses = ("127.0.0.1", "::1")
     else:
-        addresses = _pinned.get(host.lower().rstrip("."), (host,))
+        addresses = _pinned(host.lower().rstrip("."))
+        if addresses is None:
+            addresses = (host,)
     if not addresses:
         raise _Refused(
             f"Connection to '{host}' DENIED: its net= rule names it, but the name did not resolve "
@@ -178,12 +179,12 @@ def _refuse_always(args, _Refused=None, _message=""):  # type: ignore[no-untyped
     raise _Refused(_message)
 
 
-def _pinned(policy: Policy) -> MappingProxyType[str, tuple[str, ...]]:
+def _pinned(policy: Policy) -> dict[str, tuple[str, ...]]:
     pinned: dict[str, tuple[str, ...]] = {}
     for r in policy.net.rules:
         if r.hostname:
             pinned[r.hostname.lower().rstrip(".")] = tuple(str(n.network_address) for n in r.networks)
-    return MappingProxyType(pinned)
+    return pinned
 
 
 def _network(net: Any) -> tuple[int, int, int]:
@@ -211,7 +212,7 @@ def decider(policy: Policy) -> tuple[Callable[..., Any], Callable[..., Any], Cal
         )
         for r in (*net.deny, *net.allow)
     )
-    pinned_view = _pinned(policy)
+    pinned = _pinned(policy)
     parse = seal(
         _parse_ip,
         _pton=_socket.inet_pton,
@@ -225,7 +226,7 @@ def decider(policy: Policy) -> tuple[Callable[..., Any], Callable[..., Any], Cal
         _judge,
         _parse=parse,
         _decide=decide,
-        _pinned=pinned_view,
+        _pinned=frozen_get(pinned),
         _Refused=RuleSocketConnectionRefusedError,
         _str=str,
         _type=type,
@@ -236,7 +237,7 @@ def decider(policy: Policy) -> tuple[Callable[..., Any], Callable[..., Any], Cal
 def build(policy: Policy, check_file: Callable[..., None]) -> dict[str, Callable[[tuple[Any, ...]], None]]:
     """The sealed handlers of the network guard: audit event -> handler(args)."""
     parse, _decide_fn, judge = decider(policy)
-    pinned_view = _pinned(policy)
+    pinned = _pinned(policy)
     common: dict[str, object] = {
         "_judge": judge,
         "_check_file": check_file,
@@ -254,7 +255,7 @@ def build(policy: Policy, check_file: Callable[..., None]) -> dict[str, Callable
     outgoing = seal(_on_address, _direction="out", **common)
     lookup = seal(
         _on_lookup,
-        _pinned=pinned_view,
+        _pinned=frozenset(pinned),
         _parse=parse,
         _Refused=RuleSocketConnectionRefusedError,
         _str=str,

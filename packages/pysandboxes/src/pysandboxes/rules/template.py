@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import functools
 import os
 
 from .provider_keys import PROVIDERS
@@ -11,11 +10,15 @@ LEARNING_BLOCKS = ("envs", "files", "socket", "import", "api", "eval")
 _PLACEHOLDER = "@DEFAULT_OS_SANDBOX@"
 
 
-@functools.cache
+_TEXT: list[str] = []
+
+
 def _raw_template() -> str:
-    path = os.path.join(os.path.dirname(__file__), "py-sandboxes.template")
-    with open(path, encoding="utf-8") as f:
-        return f.read()
+    if not _TEXT:
+        path = os.path.join(os.path.dirname(__file__), "py-sandboxes.template")
+        with open(path, encoding="utf-8") as f:
+            _TEXT.append(f.read())
+    return _TEXT[0]
 
 
 def render_template(default_os_sandbox: str) -> str:
