@@ -3,8 +3,7 @@
 The demo program of ``make demo`` (``demo/quick/``) is run the way the demo and README run it,
 and the claims of docs/complete-mode.md, docs/providers.md and docs/security-model.md that no
 other test pins are checked here, as pairs: the operation works with the rule (or without the
-sandbox) and is refused without it. Known product bugs are strict xfails whose reason starts
-with "bug:".
+sandbox) and is refused without it.
 """
 
 from __future__ import annotations
@@ -29,10 +28,6 @@ REPO = Path(__file__).resolve().parents[2]
 QUICK = REPO / "demo" / "quick"
 PROVIDERS = ("subprocess", "landlock")
 TIMEOUT = 30
-
-
-def bug(reason: str) -> pytest.MarkDecorator:
-    return pytest.mark.xfail(strict=True, reason=f"bug: {reason}")
 
 
 @pytest.fixture(params=PROVIDERS)
@@ -242,7 +237,6 @@ def test_listen_without_bind_works_with_a_rule_for_any_address_and_port_0(
     assert (result.returncode, result.stdout) == (0, "listening\n")
 
 
-@bug("listen() on a socket never bound raises no audit event: it listens on 0.0.0.0 without a net= rule")
 def test_listen_without_bind_is_refused_without_a_rule(tmp_path: Path, provider: str) -> None:
     root = project_with(tmp_path, "python-import=socket\n", LISTEN)
     result = run([PYTHON_SB, f"--os-sandbox={provider}", "prog.py"], cwd=root, env={"HOME": str(tmp_path)})
@@ -265,7 +259,6 @@ def test_py_sandbox_true_keeps_the_python_layer(tmp_path: Path) -> None:
     assert (result.returncode, result.stdout) == (0, "RuleModuleNotFoundError\n")
 
 
-@bug("py-sandbox=false is ignored by python-sb: the Python layer is armed anyway (rules.md §4.1)")
 def test_py_sandbox_false_leaves_only_the_os_provider(tmp_path: Path) -> None:
     root = project_with(tmp_path, "py-sandbox=false\nos-sandbox=landlock\n", PY_SANDBOX)
     result = run([PYTHON_SB, "prog.py"], cwd=root, env={"HOME": str(tmp_path)})
@@ -290,9 +283,6 @@ def test_m_module_of_the_working_directory_runs_like_python(tmp_path: Path, prov
     assert (result.returncode, result.stdout, result.stderr) == (0, "tool ['a']\n", "")
 
 
-@bug(
-    "-m of a package found through PYTHONPATH: landlock says 'No module named tool', subprocess 'no rule file'"
-)
 def test_m_module_found_through_pythonpath_runs_like_python(tmp_path: Path, provider: str) -> None:
     lib, elsewhere = module_on_another_path(tmp_path)
     env = {"HOME": str(tmp_path), "PYTHONPATH": str(lib)}
@@ -322,13 +312,7 @@ print("memory:", b"DEMO_API_KEY=sk-demo" in block)
     "chosen",
     [
         "subprocess",
-        pytest.param(
-            "landlock",
-            marks=bug(
-                "under landlock the process keeps the host's environment strings in memory: "
-                "native code reads variables env= did not forward"
-            ),
-        ),
+        "landlock",
     ],
 )
 def test_host_variables_not_forwarded_are_not_in_the_process_memory(tmp_path: Path, chosen: str) -> None:
@@ -338,9 +322,6 @@ def test_host_variables_not_forwarded_are_not_in_the_process_memory(tmp_path: Pa
     assert (result.returncode, result.stdout) == (0, "os.environ: False\nmemory: False\n")
 
 
-@bug(
-    "--help-env (and --help-xoptions, --help-all) print python-sb's help, not Python's, although the help says so"
-)
 def test_help_env_shows_pythons_text(tmp_path: Path) -> None:
     expected = run([PYTHON, "--help-env"], cwd=tmp_path, env={})
     assert "PYTHONSTARTUP" in expected.stdout

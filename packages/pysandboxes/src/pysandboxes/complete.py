@@ -41,7 +41,17 @@ class Exit(Exception):
         self.message = message
 
 
-def needs_fresh_interpreter(command: CommandLine) -> bool:
+def needs_fresh_interpreter(command: CommandLine, policy: Policy, provider: str) -> bool:
+    """Options that apply only at start-up, ``os-sandbox=subprocess``, or native code allowed
+    under landlock: a process that ran with the host's environment keeps copies of it in its
+    memory, which code reading raw memory could find; a fresh interpreter never saw it."""
+    if provider == "subprocess":
+        return True
+    if provider == "landlock" and any(
+        policy.decide_api(f).allowed
+        for f in ("ctypes.CDLL", "_ctypes.dlsym", "ctypes.string_at", "ctypes.cast")
+    ):
+        return True
     return any(opt.startswith("-") and opt not in _EMULATED for opt in _option_names(command))
 
 
@@ -113,6 +123,8 @@ class Program:
         self.run_module: str | None = None
         #: what the program is read from: readable whatever the rules say
         self.program_files: list[str] = []
+        #: import-path directories the program is found in (their metadata stays readable)
+        self.search_dirs: list[str] = []
         mode = command.mode
         if mode == SCRIPT:
             assert command.target is not None
@@ -142,6 +154,7 @@ class Program:
             self.path0 = cwd
             self.run_module = command.target
             self.program_files += _module_location(command.target.partition(".")[0], cwd)
+            self.search_dirs += [os.path.dirname(p) for p in self.program_files]
         elif mode == COMMAND:
             self.path0 = ""
             self.code = self._compile(command.target or "", "<string>")
@@ -370,11 +383,11 @@ def run(command: CommandLine, policy: Policy, provider: str, program: Program) -
         policy.main_file,
         provider,
     )
-    if provider != "none":
+    if provider != "none" and policy.py_sandbox.value is not False:
         arm(
             policy,
             program_files=program_files,
-            program_dirs=[program.path0] if program.path0 else [],
+            program_dirs=[program.path0, *program.search_dirs] if program.path0 else program.search_dirs,
             extra_imports=_program_modules(program),
             interactive=inspect,
         )

@@ -31,6 +31,9 @@ def main(
         sys.stderr.write(hint if hint.endswith("\n") else hint + "\n")
         return exc.exit_code
     if command.help:
+        if command.help_topic:  # --help-env, --help-xoptions, --help-all: python's own text
+            sys.stdout.flush()
+            os.execv(sys.executable, [sys.executable, f"--help-{command.help_topic}"])
         sys.stdout.write(usage_text())
         return 0
     if command.version:
@@ -48,7 +51,7 @@ def main(
     try:
         policy = complete.load(command, host_environ, here)
         provider = providers.require(policy)
-        if not fresh and (provider == "subprocess" or complete.needs_fresh_interpreter(command)):
+        if not fresh and complete.needs_fresh_interpreter(command, policy, provider):
             complete.exec_fresh_interpreter(args, command, policy, here, ipython=ipython)
         program = complete.Program(command, here, ipython=ipython)
         return complete.run(command, policy, provider, program)

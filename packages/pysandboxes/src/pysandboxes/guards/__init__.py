@@ -90,7 +90,8 @@ def arm(
     refuse, api_handlers = api_guard.build(policy, library, allow_dynamic=interactive)
     table: dict[str, Callable[[tuple[Any, ...]], None]] = {}
     table.update(files.handlers)
-    table.update(net_guard.build(policy, files.check))
+    net_handlers, judge_listen = net_guard.build(policy, files.check)
+    table.update(net_handlers)
     table.update(import_handlers)
     table.update(api_handlers)
     protect = seal(
@@ -102,7 +103,16 @@ def arm(
     )
     table["object.__setattr__"] = protect
     table["object.__delattr__"] = protect
-    _install_wrappers(policy, files.check, import_check, refuse, library, allow_dynamic=interactive)
+    _install_wrappers(
+        policy,
+        files.check,
+        import_check,
+        refuse,
+        judge_listen,
+        files.sqlite_authorizer,
+        library,
+        allow_dynamic=interactive,
+    )
     import _thread
 
     note = seal(
@@ -122,6 +132,8 @@ def _install_wrappers(
     check_file: Callable[..., None],
     check_import: Callable[[tuple[Any, ...]], None],
     refuse: Callable[[str], None],
+    judge_listen: Callable[[Any], None],
+    sqlite_authorizer: Callable[..., int],
     library: tuple[str, ...],
     *,
     allow_dynamic: bool = False,
@@ -139,23 +151,27 @@ def _install_wrappers(
     importlib._bootstrap._find_and_load = import_guard.find_and_load_wrapper(check_import)  # type: ignore[attr-defined]
 
     denied = api_guard.decisions(policy)
-    pending: dict[str, list[tuple[str, str]]] = {}
+    patches: list[tuple[str, Callable[[Any], None]]] = []
     for module_name, attribute, function in api_guard.WRAPPED:
-        if function not in denied:
-            continue
+        if function in denied:
+            patches.append((module_name, _refusing_patch(attribute, function, refuse)))
+    patches.append(("socket", _listen_patch(judge_listen)))
+    patches.append(("sqlite3", _sqlite_patch(sqlite_authorizer)))
+    pending: dict[str, list[Callable[[Any], None]]] = {}
+    for module_name, patch in patches:
         loaded = sys.modules.get(module_name)
         if loaded is None:
-            pending.setdefault(module_name, []).append((attribute, function))
+            pending.setdefault(module_name, []).append(patch)
         else:
-            _patch(loaded, attribute, function, refuse)
+            patch(loaded)
     if pending:
-        sys.meta_path.insert(0, _PatchOnLoad(pending, refuse))
+        sys.meta_path.insert(0, _PatchOnLoad(pending))
     dynamic = [n for n in ("eval", "exec", "compile") if f"builtins.{n}" in denied and not allow_dynamic]
     for name in dynamic:
         setattr(builtins, name, _dynamic_code_wrapper(name, getattr(builtins, name), refuse, library))
 
 
-def _patch(module: Any, attribute: str, function: str, refuse: Callable[[str], None]) -> None:
+def _set(module: Any, attribute: str, value: Any) -> None:
     owner: Any = module
     *path, last = attribute.split(".")
     for part in path:
@@ -164,25 +180,65 @@ def _patch(module: Any, attribute: str, function: str, refuse: Callable[[str], N
             return
     if getattr(owner, last, None) is None:
         return
-
-    def refused(*args: Any, **kwargs: Any) -> Any:
-        refuse(function)
-        raise RuleApiPermissionError(api_guard.refusal_message(function, "?"), function)
-
-    refused.__name__ = last
-    refused.__qualname__ = attribute
     try:
-        setattr(owner, last, refused)
+        setattr(owner, last, value)
     except (AttributeError, TypeError):  # a C type: its own audit event (if any) decides
         debug("pysandboxes.guards", "cannot wrap %s.%s", module.__name__, attribute)
 
 
-class _PatchOnLoad:
-    """A meta-path finder that wraps registry functions of modules loaded after arming."""
+def _refusing_patch(attribute: str, function: str, refuse: Callable[[str], None]) -> Callable[[Any], None]:
+    def refused(*args: Any, **kwargs: Any) -> Any:
+        refuse(function)
+        raise RuleApiPermissionError(api_guard.refusal_message(function, "?"), function)
 
-    def __init__(self, pending: dict[str, list[tuple[str, str]]], refuse: Callable[[str], None]) -> None:
+    refused.__name__ = attribute.rpartition(".")[2]
+    refused.__qualname__ = attribute
+    return lambda module: _set(module, attribute, refused)
+
+
+def _listen_patch(judge_listen: Callable[[Any], None]) -> Callable[[Any], None]:
+    """``listen()`` on a socket never bound raises no audit event (and Landlock has no listen
+    right): the kernel binds it to a random port of every interface. Judge it as that bind."""
+
+    def patch(module: Any) -> None:
+        original = module.socket.listen
+
+        def listen(self: Any, *args: Any) -> Any:
+            judge_listen(self)
+            return original(self, *args)
+
+        listen.__doc__ = original.__doc__
+        listen.__qualname__ = "socket.listen"
+        module.socket.listen = listen
+
+    return patch
+
+
+def _sqlite_patch(authorizer: Callable[..., int]) -> Callable[[Any], None]:
+    """SQL opens files itself (``ATTACH``, ``VACUUM INTO``) without an audit event: every
+    connection made through ``sqlite3.connect`` gets an authorizer that judges them."""
+
+    def patch(module: Any) -> None:
+        original = module.connect
+
+        def connect(*args: Any, **kwargs: Any) -> Any:
+            connection = original(*args, **kwargs)
+            connection.set_authorizer(authorizer)
+            return connection
+
+        connect.__doc__ = original.__doc__
+        module.connect = connect
+        if hasattr(module, "dbapi2"):
+            module.dbapi2.connect = connect
+
+    return patch
+
+
+class _PatchOnLoad:
+    """A meta-path finder that applies the wrappers of modules loaded after arming."""
+
+    def __init__(self, pending: dict[str, list[Callable[[Any], None]]]) -> None:
         self._pending = pending
-        self._refuse = refuse
 
     def find_spec(self, name: str, path: Any = None, target: Any = None) -> Any:
         todo = self._pending.get(name)
@@ -199,7 +255,6 @@ class _PatchOnLoad:
         loader: Any = spec.loader
         if loader is None or not hasattr(loader, "exec_module"):
             return spec
-        refuse = self._refuse
         patches = todo
 
         class _Loader:
@@ -208,8 +263,8 @@ class _PatchOnLoad:
 
             def exec_module(self, module: Any) -> None:
                 loader.exec_module(module)
-                for attribute, function in patches:
-                    _patch(module, attribute, function, refuse)
+                for patch in patches:
+                    patch(module)
 
         spec.loader = _Loader()  # type: ignore[assignment]
         return spec

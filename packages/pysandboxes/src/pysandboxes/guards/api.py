@@ -118,15 +118,21 @@ def refusal_message(function: str, category: str) -> str:
     )
 
 
-def _refuse(function, _denied=None, _Refused=None):  # type: ignore[no-untyped-def]
+def _refuse(function, _denied=None, _Refused=None, _eval_declared=False):  # type: ignore[no-untyped-def]
     category = _denied(function)
     if category is not None:
+        if category == "dynamic-code" and _eval_declared:
+            hint = (
+                "This profile declares eval-* rules, which cannot be combined with python-api=ALLOW for "
+                "eval/exec/compile; this version does not run code under eval-* rules yet."
+            )
+        else:
+            hint = (
+                f"Add `python-api=ALLOW:{function}` for this function only, or "
+                f"`python-api=ALLOW:{category}` for the whole category."
+            )
         raise _Refused(
-            f"{function}() is denied by the API guard (category: {category}).\n"
-            f"Add `python-api=ALLOW:{function}` for this function only, or "
-            f"`python-api=ALLOW:{category}` for the whole category.",
-            function,
-            category,
+            f"{function}() is denied by the API guard (category: {category}).\n{hint}", function, category
         )
 
 
@@ -177,7 +183,12 @@ def build(
     policy: Policy, library: tuple[str, ...], *, allow_dynamic: bool = False
 ) -> tuple[Callable[[str], None], dict[str, Callable[[tuple[Any, ...]], None]]]:
     denied = decisions(policy)
-    refuse = seal(_refuse, _denied=frozen_get(dict(denied)), _Refused=RuleApiPermissionError)
+    refuse = seal(
+        _refuse,
+        _denied=frozen_get(dict(denied)),
+        _Refused=RuleApiPermissionError,
+        _eval_declared=bool(policy.eval_profiles),
+    )
     handlers: dict[str, Callable[[tuple[Any, ...]], None]] = {}
     for event, function in EVENTS.items():
         if function in denied:

@@ -3,7 +3,8 @@
 Every way of opening or changing a path raises an audit event in CPython's C code (``open``
 covers ``open``, ``io.open``, ``_io.open``, ``FileIO``, ``os.open`` and ``open_code``), so a
 fresh ``_io`` or ``posix`` module changes nothing. Metadata calls (``os.stat``, ``lstat``,
-``access``) raise no event: they are wrapped, which stops ordinary code (``os.path.exists``,
+``access``) raise no event: they are wrapped (and so are ``sqlite3.connect``'s connections,
+which get an authorizer judging ``ATTACH`` and ``VACUUM INTO``), which stops ordinary code (``os.path.exists``,
 ``pathlib``) but not code that digs out the original function — Landlock does not restrict
 ``stat`` either, so a file's existence and size stay visible to hostile code.
 """
@@ -30,12 +31,14 @@ _WRITE_FLAGS = posix.O_WRONLY | posix.O_RDWR | posix.O_CREAT | posix.O_TRUNC | p
 class FileGuard(Record):
     """The sealed functions of the file guard (built once per run by :func:`build`)."""
 
-    __slots__ = ("check", "handlers", "resolve")
+    __slots__ = ("check", "handlers", "resolve", "sqlite_authorizer")
     #: check(path, write, follow=True, dir_fd=None, op="open") -> None, raises the refusal
     check: Callable[..., None]
     resolve: Callable[..., tuple[str, bool]]
     #: audit event -> sealed handler(args)
     handlers: dict[str, Callable[[tuple[Any, ...]], None]]
+    #: judges the files SQL opens itself (ATTACH, VACUUM INTO): no audit event covers them
+    sqlite_authorizer: Callable[..., int]
 
 
 # -- sealed templates: no globals, state bound as defaults (see _seal.py) ------------------
@@ -201,18 +204,53 @@ def _on_symlink(args, _check=None):  # type: ignore[no-untyped-def]
     _check(args[1], True, False, args[2])
 
 
-def _on_sqlite(args, _check=None, _str=None, _type=None):  # type: ignore[no-untyped-def]
-    database = args[0]
-    if _type(database) is _str:
+def _sqlite_path(database, _str=None, _type=None, _int=None, _chr=None, _ValueError=None):  # type: ignore[no-untyped-def]
+    """The file an SQLite database name opens, or None for an in-memory database.
+
+    ``file:`` URIs are decoded as SQLite decodes them (``%2F`` is ``/``), and judged on the
+    decoded path: ``file:%2Fetc%2Fpasswd`` is ``/etc/passwd``.
+    """
+    if _type(database) is not _str:
+        return database
+    if database == ":memory:" or database == "":
+        return None
+    if database.startswith("file:"):
+        database = database[5:].partition("?")[0].partition("#")[0]
+        if database.startswith("//"):
+            database = "/" + database[2:].partition("/")[2]
+        pieces = database.split("%")
+        decoded = pieces[0]
+        for piece in pieces[1:]:
+            try:
+                decoded += _chr(_int(piece[:2], 16)) + piece[2:]
+            except _ValueError:
+                decoded += "%" + piece
+        database = decoded
         if database == ":memory:" or database == "":
-            return
-        if database.startswith("file:"):
-            database = database[5:].partition("?")[0]
-            if database.startswith("//"):
-                database = "/" + database[2:].partition("/")[2]
-            if database == ":memory:" or database == "":
-                return
-    _check(database, True)
+            return None
+    return database
+
+
+def _on_sqlite(args, _check=None, _path=None):  # type: ignore[no-untyped-def]
+    database = _path(args[0])
+    if database is not None:
+        _check(database, True)
+
+
+def _sqlite_authorize(  # type: ignore[no-untyped-def]
+    action, first, second, database, source, _check=None, _path=None, _Base=None, _ATTACH=24, _OK=0, _DENY=1
+):
+    """``ATTACH`` and ``VACUUM INTO`` open files from SQL, with no audit event: judged here."""
+    if action != _ATTACH:
+        return _OK
+    target = _path(first)
+    if target is None:
+        return _OK
+    try:
+        _check(target, True)
+    except _Base:  # any refusal (or error) denies the statement
+        return _DENY
+    return _OK
 
 
 # -- building ------------------------------------------------------------------------------
@@ -264,6 +302,7 @@ def build(
         _OSError=OSError,
     )
     on_read = seal(_on_read, _check=check)
+    sqlite_path = seal(_sqlite_path, _str=str, _type=type, _int=int, _chr=chr, _ValueError=ValueError)
     handlers: dict[str, Callable[[tuple[Any, ...]], None]] = {
         "open": seal(_on_open, _check=check, _write_flags=_WRITE_FLAGS),
         "os.listdir": on_read,
@@ -285,9 +324,18 @@ def build(
         "os.rename": seal(_on_two, _check=check),
         "os.link": seal(_on_two, _check=check),
         "os.symlink": seal(_on_symlink, _check=check),
-        "sqlite3.connect": seal(_on_sqlite, _check=check, _str=str, _type=type),
+        "sqlite3.connect": seal(_on_sqlite, _check=check, _path=sqlite_path),
     }
-    return FileGuard(check, resolve, handlers)
+    authorizer = seal(
+        _sqlite_authorize,
+        _check=check,
+        _path=sqlite_path,
+        _Base=BaseException,
+        _ATTACH=24,  # SQLITE_ATTACH, also reported for VACUUM INTO
+        _OK=0,
+        _DENY=1,
+    )
+    return FileGuard(check, resolve, handlers, authorizer)
 
 
 # -- wrappers for the calls that raise no audit event ----------------------------------------
@@ -319,6 +367,24 @@ def metadata_wrappers(check: Callable[..., None]) -> dict[str, Callable[..., Any
     wrap("mknod", True, follow_kw=False)
     wrap("chflags", True)
     wrap("lchown", True, follow_kw=False)
+
+    open_original = posix.open
+    readlink = posix.readlink
+
+    def open(path: Any, flags: int, mode: int = 0o777, *, dir_fd: int | None = None) -> int:
+        # The 'open' audit event does not carry dir_fd: a relative path would be judged
+        # against the working directory. Open the absolute path instead.
+        if dir_fd is not None:
+            text = os.fsdecode(path) if isinstance(path, bytes) else path
+            if isinstance(text, str) and not text.startswith("/"):
+                path = readlink(f"/proc/self/fd/{int(dir_fd)}") + "/" + text
+                dir_fd = None
+        if dir_fd is None:
+            return open_original(path, flags, mode)
+        return open_original(path, flags, mode, dir_fd=dir_fd)
+
+    _like(open, open_original)
+    made["open"] = open
 
     lstat_original = posix.lstat
 

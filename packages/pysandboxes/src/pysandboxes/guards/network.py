@@ -234,8 +234,20 @@ def decider(policy: Policy) -> tuple[Callable[..., Any], Callable[..., Any], Cal
     return parse, decide, judge
 
 
-def build(policy: Policy, check_file: Callable[..., None]) -> dict[str, Callable[[tuple[Any, ...]], None]]:
-    """The sealed handlers of the network guard: audit event -> handler(args)."""
+def _judge_listen(  # type: ignore[no-untyped-def]
+    sock, _getsockname=None, _family=None, _judge=None, _AF_INET=None, _AF_INET6=None
+):
+    """A socket that listens without a bind gets a random port on every interface."""
+    family = _family(sock)
+    if family in (_AF_INET, _AF_INET6) and _getsockname(sock)[1] == 0:
+        _judge("::" if family == _AF_INET6 else "0.0.0.0", 0, "tcp", "in")
+
+
+def build(
+    policy: Policy, check_file: Callable[..., None]
+) -> tuple[dict[str, Callable[[tuple[Any, ...]], None]], Callable[[Any], None]]:
+    """The sealed handlers of the network guard (audit event -> handler(args)), and the
+    judge of ``listen()`` (which raises no event)."""
     parse, _decide_fn, judge = decider(policy)
     pinned = _pinned(policy)
     common: dict[str, object] = {
@@ -262,7 +274,15 @@ def build(policy: Policy, check_file: Callable[..., None]) -> dict[str, Callable
         _bytes=bytes,
         _type=type,
     )
-    return {
+    judge_listen = seal(
+        _judge_listen,
+        _getsockname=_socket.socket.getsockname,
+        _family=_socket.socket.family.__get__,  # type: ignore[attr-defined]
+        _judge=judge,
+        _AF_INET=_socket.AF_INET,
+        _AF_INET6=_socket.AF_INET6,
+    )
+    handlers = {
         "socket.connect": outgoing,
         "socket.sendto": outgoing,
         "socket.sendmsg": outgoing,
@@ -283,3 +303,4 @@ def build(policy: Policy, check_file: Callable[..., None]) -> dict[str, Callable
             _message="socket.sethostname DENIED: a sandboxed program cannot rename the host.",
         ),
     }
+    return handlers, judge_listen
