@@ -66,22 +66,9 @@ def test_a_category_grant_allows_its_functions(project: Any, provider: str, cate
     assert run.outcomes() == {category: RESULTS[category]}
 
 
-BY_NAME_BUGS = {
-    "threads": "bug: python-api=ALLOW:threading.Thread.start (the refusal's own hint) is not enough: "
-    "_thread.start_new_thread() is then refused",
-    "deserialization": "bug: python-api=ALLOW:pickle.loads (the refusal's own hint) is not enough: "
-    "_pickle.loads() is then refused (pickle.loads is _pickle.loads)",
-}
-
-
 @pytest.mark.parametrize(
     "category",
-    [
-        pytest.param(c, marks=pytest.mark.xfail(strict=True, reason=BY_NAME_BUGS[c]))
-        if c in BY_NAME_BUGS
-        else c
-        for c in CALLS
-    ],
+    [c for c in CALLS],
 )
 def test_a_function_grant_allows_that_function(project: Any, provider: str, category: str) -> None:
     run = run_call(project, provider, category, CALLS[category][0])

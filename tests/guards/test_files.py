@@ -99,11 +99,6 @@ for name in ("@DATA@/data.txt", "@SECRET@/secret.txt"):
 """
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: the os.stat/lstat/access wrappers call str.__str__ on a PathLike: os.stat(Path), "
-    "Path.exists(), Path.is_file(), Path.resolve() raise TypeError",
-)
 def test_metadata_of_a_path_object(project: Any, provider: str) -> None:
     run = project.run(PATHLIB_METADATA, f"expose-ro=@DATA@\n{PATH_IMPORTS}", provider=provider)
     assert run.outcomes() == {

@@ -339,12 +339,6 @@ def test_no_guard_table_can_be_stolen_through_a_mapping_proxy(
     assert "escaped" not in run.stdout
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: the file guard's decision cache (a C lru_cache reachable from os.stat's closure) keys on "
-    "caller-supplied flags: an object hashing and comparing equal to True, but false, makes a write "
-    "to an expose-ro directory hit a cached read decision",
-)
 def test_the_decision_cache_cannot_be_poisoned(project: Any) -> None:
     # Python layer only: under landlock the kernel refuses the write (read-only exposure).
     program = """
@@ -373,7 +367,7 @@ def test_the_decision_cache_cannot_be_poisoned(project: Any) -> None:
 
 @pytest.mark.xfail(
     strict=True,
-    reason="bug: the finder that wraps registry functions of modules loaded later sits in the mutable "
+    reason="Python-layer limit (docs/security-model.md §5): the finder that wraps registry functions of modules loaded later sits in the mutable "
     "sys.meta_path: remove it, then pickle.loads runs without a deserialization grant",
 )
 def test_the_patching_finder_cannot_be_removed(project: Any, provider: str) -> None:
@@ -474,22 +468,25 @@ attempt("attach after", lambda: c.execute("ATTACH DATABASE '@SECRET@/d.db' AS d"
 """
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: the sqlite3 authorizer only sees ATTACH's file name when it is a literal: a bound "
-    "parameter or an expression attaches (creates) a database outside the rules, and the program "
-    "can remove the authorizer with set_authorizer(None)",
-)
 def test_sqlite3_sql_cannot_open_files_outside_the_rules(project: Any) -> None:
     # Python layer only: under landlock the kernel refuses the file.
     run = project.run(SQL_FILES, "python-import=sqlite3")
-    assert sorted(os.listdir(project.secret)) == ["secret.txt"]
     outcomes = run.outcomes()
     assert outcomes["attach literal"] == "DatabaseError: not authorized"
     assert outcomes["vacuum into"] == "DatabaseError: authorization denied"
     assert outcomes["attach parameter"] == "DatabaseError: not authorized"
     assert outcomes["attach expression"] == "DatabaseError: not authorized"
-    assert outcomes["attach after"] == "DatabaseError: not authorized"
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="Python-layer limit (docs/security-model.md §5.1): a program that removes the sqlite3 "
+    "authorizer (set_authorizer(None)) attaches a database outside the rules; the kernel holds",
+)
+def test_sqlite3_authorizer_cannot_be_removed(project: Any) -> None:
+    run = project.run(SQL_FILES, "python-import=sqlite3")
+    assert run.outcomes()["attach after"] == "DatabaseError: not authorized"
+    assert sorted(os.listdir(project.secret)) == ["secret.txt"]
 
 
 # -- names bound before arming ---------------------------------------------------------------------
@@ -569,11 +566,6 @@ def test_the_environment_is_filtered(project: Any, provider: str, granted: bool)
     assert run.outcomes() == {"os.environ": "OK 'hunter2'" if granted else "OK"}
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: python-sb's own frames stay on the stack below the program: "
-    "sys._getframe().f_back... reaches main()'s host_environ, every variable env= filtered out",
-)
 def test_the_filtered_environment_is_not_in_the_callers_frames(project: Any, provider: str) -> None:
     run = project.run(ENVIRONMENT, "", provider=provider, env={"SECRET_TOKEN": "hunter2"})
     assert run.outcomes() == {"os.environ": "OK", "frames": "OK []"}

@@ -138,11 +138,6 @@ def test_pysandboxes_needs_no_rule(project: Any, provider: str) -> None:
 # -- bugs --------------------------------------------------------------------------------------
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: __import__('os') called without globals skips the loaded-module check "
-    "(import os and importlib.import_module('os') are refused)",
-)
 def test_a_bare_dunder_import_of_a_loaded_module_is_judged(project: Any, provider: str) -> None:
     run = project.run('attempt("__import__", lambda: __import__("os").sep)\n', "", provider=provider)
     assert run.outcome("__import__") == refused("os")
@@ -150,7 +145,7 @@ def test_a_bare_dunder_import_of_a_loaded_module_is_judged(project: Any, provide
 
 @pytest.mark.xfail(
     strict=True,
-    reason="bug: an import done by stdlib code on the program's behalf is free: "
+    reason="Python-layer limit (docs/security-model.md §5): an import done by stdlib code on the program's behalf is free: "
     "warnings._setoption('ignore::csv.Error') imports csv without a rule",
 )
 def test_stdlib_code_importing_by_name_for_the_program_is_charged(project: Any, provider: str) -> None:
@@ -163,11 +158,6 @@ def test_stdlib_code_importing_by_name_for_the_program_is_charged(project: Any, 
     assert run.outcomes() == {"setoption": refused("csv"), "csv loaded": "OK False"}
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: a module whose source uses \\N{...} fails to import with SyntaxError (the compiler's "
-    "import of unicodedata is charged to the program) unless python-import=unicodedata",
-)
 def test_a_module_using_named_unicode_escapes_imports(project: Any, provider: str) -> None:
     (project.root / "helper.py").write_text('BOM = "\\N{BYTE ORDER MARK}"\n')
     program = 'attempt("helper", lambda: __import__("helper", globals()).BOM)\n'
@@ -177,7 +167,7 @@ def test_a_module_using_named_unicode_escapes_imports(project: Any, provider: st
 
 @pytest.mark.xfail(
     strict=True,
-    reason="bug: a module's code runs without a rule when the program calls a finder and a loader "
+    reason="Python-layer limit (docs/security-model.md §5): a module's code runs without a rule when the program calls a finder and a loader "
     "itself (sys.meta_path's PathFinder.find_spec + loader.exec_module raise no 'import' event)",
 )
 def test_a_module_cannot_be_loaded_around_the_import_system(project: Any, provider: str) -> None:

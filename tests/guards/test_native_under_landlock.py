@@ -127,7 +127,7 @@ def test_a_fresh_posixsubprocess_under_landlock_cannot_read_outside(project: Any
 
 @pytest.mark.xfail(
     strict=True,
-    reason="bug: a fresh _posixsubprocess (sys.modules['_imp'].create_dynamic) runs a shell with no "
+    reason="Python-layer limit (docs/security-model.md §5): a fresh _posixsubprocess (sys.modules['_imp'].create_dynamic) runs a shell with no "
     "process-exec grant: fork_exec raises no audit event and only the module attribute is wrapped",
 )
 def test_a_fresh_posixsubprocess_is_refused_by_the_python_layer(project: Any) -> None:

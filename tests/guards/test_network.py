@@ -227,11 +227,6 @@ def test_the_seed_message_for_a_deny_in_the_user_profile(project: Any, provider:
     }
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="bug: refusal messages are built after the environment is filtered, so without env=HOME the "
-    "profile is shown by its absolute path instead of ~/.config/...",
-)
 def test_the_seed_message_names_the_profile_under_home(project: Any, provider: str) -> None:
     profile: Path = project.user_profile(SEED_DENY)
     rules = f'include "~/.config/py-sandboxes/user-py-sandboxes.profile"\n{SOCKET_IMPORTS}\nnet=ALLOW|tcp|*|80|OUT'

@@ -78,6 +78,9 @@ def rule_file_for(command: CommandLine, cwd: str) -> str:
 
 
 def load(command: CommandLine, environ: Mapping[str, str], cwd: str) -> Policy:
+    from .rules.origin import set_display_home
+
+    set_display_home(environ.get("HOME"))
     path = rule_file_for(command, cwd)
     rules = list(command.rules)
     if command.learn_requested or command.learn_file:
@@ -341,8 +344,6 @@ def run(command: CommandLine, policy: Policy, provider: str, program: Program) -
     """Arm and run. From here on the program's code is under the rules."""
     import _signal  # type: ignore[import-not-found]
 
-    from .guards import arm
-
     raise_signal = _signal.raise_signal  # captured before the API guard wraps it
     flags = command.flags  # -u, -B, -W… were applied by the interpreter itself (see _EMULATED)
     sys.argv[:] = program.argv
@@ -351,7 +352,6 @@ def run(command: CommandLine, policy: Policy, provider: str, program: Program) -
     elif not flags.safe_path:
         sys.path.insert(0, program.path0)
     namespace = _fresh_main(program)
-    _apply_environment(policy)
     program_files = list(program.program_files)
     inspect = flags.inspect or (command.mode == REPL and program.code is None)
     # The runner's own modules, loaded before the rules apply (never charged to the program).
@@ -368,6 +368,25 @@ def run(command: CommandLine, policy: Policy, provider: str, program: Program) -
             import readline  # noqa: F401 - line editing, as in python's REPL
         except ImportError:
             pass
+    debug(
+        _LOGGER,
+        "running %s under %s (os-sandbox=%s)",
+        program.argv[0] or "<stdin>",
+        policy.main_file,
+        provider,
+    )
+    install = None
+    if provider != "none" and policy.py_sandbox.value is not False:
+        from .guards import prepare
+
+        install = prepare(
+            policy,
+            program_files=program_files,
+            program_dirs=[program.path0, *program.search_dirs] if program.path0 else program.search_dirs,
+            extra_imports=_program_modules(program),
+            interactive=inspect,
+        )
+    _apply_environment(policy)
     if provider == "landlock":
         from .providers.landlock import confine, plan_for
 
@@ -376,21 +395,8 @@ def run(command: CommandLine, policy: Policy, provider: str, program: Program) -
             for line in plan.describe():
                 debug(_LOGGER, "landlock: %s", line)
         confine(plan)
-    debug(
-        _LOGGER,
-        "running %s under %s (os-sandbox=%s)",
-        program.argv[0] or "<stdin>",
-        policy.main_file,
-        provider,
-    )
-    if provider != "none" and policy.py_sandbox.value is not False:
-        arm(
-            policy,
-            program_files=program_files,
-            program_dirs=[program.path0, *program.search_dirs] if program.path0 else program.search_dirs,
-            extra_imports=_program_modules(program),
-            interactive=inspect,
-        )
+    if install is not None:
+        install()
     status = 0
     try:
         if program.code is not None or program.run_module is not None:

@@ -47,9 +47,13 @@ def main(
     _log.setup_from_environment()
 
     host_environ = dict(os.environ if environ is None else environ)
+    if isinstance(environ, dict):
+        environ.clear()  # handed over by a fresh interpreter's bootstrap: keep no second copy
     here = os.getcwd() if cwd is None else cwd
     try:
         policy = complete.load(command, host_environ, here)
+        # The program runs below this frame: it must not find the host's variables in it.
+        host_environ.clear()
         provider = providers.require(policy)
         if not fresh and complete.needs_fresh_interpreter(command, policy, provider):
             complete.exec_fresh_interpreter(args, command, policy, here, ipython=ipython)

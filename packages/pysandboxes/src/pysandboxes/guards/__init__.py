@@ -82,6 +82,26 @@ def arm(
     are the program itself (``-m pkg``); ``interactive``: a REPL follows, where typed code is
     compiled by the console (dynamic code is the REPL's job, as with the reference).
     """
+    prepare(
+        policy,
+        program_files=program_files,
+        program_dirs=program_dirs,
+        extra_imports=extra_imports,
+        interactive=interactive,
+    )()
+
+
+def prepare(
+    policy: Policy,
+    *,
+    program_files: Iterable[str] = (),
+    program_dirs: Iterable[str] = (),
+    extra_imports: Iterable[str] = (),
+    interactive: bool = False,
+) -> Callable[[], None]:
+    """Build the guards (their messages, decision tables) now; the returned function installs
+    them. Complete mode builds them before the environment is filtered (messages show rule
+    files as ``~/…`` with the host's HOME) and installs them after the OS confinement."""
     if _Armed.policy is not None:
         raise SandBoxError("the sandbox's guards are already armed in this process")
     library = import_guard.library_prefixes()
@@ -103,25 +123,31 @@ def arm(
     )
     table["object.__setattr__"] = protect
     table["object.__delattr__"] = protect
-    _install_wrappers(
-        policy,
-        files.check,
-        import_check,
-        refuse,
-        judge_listen,
-        files.sqlite_authorizer,
-        library,
-        allow_dynamic=interactive,
-    )
     import _thread
 
     note = seal(
         _note, _lock=_thread.allocate_lock(), _modules_get=sys.modules.get, _name=USER_LOGGER, _type=type
     )
     hook = seal(_hook, _get=frozen_get(table), _note=note, _Base=BaseException)
-    sys.addaudithook(hook)
-    _Armed.policy = policy
-    debug("pysandboxes.guards", "guards armed: %d audit events judged", len(table))
+
+    def install() -> None:
+        if _Armed.policy is not None:
+            raise SandBoxError("the sandbox's guards are already armed in this process")
+        _install_wrappers(
+            policy,
+            files.check,
+            import_check,
+            refuse,
+            judge_listen,
+            files.sqlite_authorizer,
+            library,
+            allow_dynamic=interactive,
+        )
+        sys.addaudithook(hook)
+        _Armed.policy = policy
+        debug("pysandboxes.guards", "guards armed: %d audit events judged", len(table))
+
+    return install
 
 
 # -- wrappers --------------------------------------------------------------------------------

@@ -73,16 +73,18 @@ def sealed_functions() -> tuple[FunctionType, ...]:
 def c_cache(function: Callable[..., Any], maxsize: int = 4096) -> Callable[..., Any]:
     """``functools.lru_cache(maxsize)(function)`` built from the C type directly.
 
-    The C wrapper keeps its cache out of reach of Python code (no way to insert an entry),
-    and importing ``functools`` (with ``collections``) costs a millisecond at start-up.
+    The C wrapper keeps its cache out of reach of Python code, and importing ``functools``
+    (with ``collections``) costs a millisecond at start-up. ``typed``: a caller handing the
+    cached function an object that merely *compares* equal to ``True`` or to a path (a
+    program can reach and call it) gets an entry of its own, never one the guard reads.
     """
     try:
         from _functools import _lru_cache_wrapper  # type: ignore[import-not-found]
     except ImportError:  # another interpreter: the public API (a pure-Python cache is weaker)
         import functools
 
-        return functools.lru_cache(maxsize=maxsize)(function)
-    return _lru_cache_wrapper(function, maxsize, False, tuple)  # type: ignore[no-any-return]
+        return functools.lru_cache(maxsize=maxsize, typed=True)(function)
+    return _lru_cache_wrapper(function, maxsize, True, tuple)  # type: ignore[no-any-return]
 
 
 def _frozen_get(key, _keys=None, _index=None, _values=None):  # type: ignore[no-untyped-def]

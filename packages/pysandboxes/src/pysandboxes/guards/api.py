@@ -165,8 +165,34 @@ def _on_compile(  # type: ignore[no-untyped-def]
     _refuse("builtins.compile")
 
 
+#: allowing a function allows the primitives it is made of (the refusal's hint must work)
+IMPLIED: MappingProxyType[str, tuple[str, ...]] = MappingProxyType(
+    {
+        "threading.Thread.start": (
+            "_thread.start_new_thread",
+            "_thread.start_new",
+            "threading._start_new_thread",
+        ),
+        "pickle.loads": ("_pickle.loads", "pickle.Unpickler"),
+        "pickle.load": ("_pickle.load", "pickle.Unpickler"),
+        "_pickle.loads": ("pickle.Unpickler",),
+        "_pickle.load": ("pickle.Unpickler",),
+        "subprocess.run": ("subprocess.Popen", "_posixsubprocess.fork_exec"),
+        "subprocess.call": ("subprocess.Popen", "_posixsubprocess.fork_exec"),
+        "subprocess.check_call": ("subprocess.Popen", "_posixsubprocess.fork_exec"),
+        "subprocess.check_output": ("subprocess.Popen", "_posixsubprocess.fork_exec"),
+        "subprocess.getoutput": ("subprocess.Popen", "_posixsubprocess.fork_exec"),
+        "subprocess.getstatusoutput": ("subprocess.Popen", "_posixsubprocess.fork_exec"),
+        "subprocess.Popen": ("_posixsubprocess.fork_exec",),
+        "os.popen": ("subprocess.Popen", "_posixsubprocess.fork_exec"),
+        "multiprocessing.Process.start": ("os.fork", "_posixsubprocess.fork_exec", "subprocess.Popen"),
+    }
+)
+
+
 def decisions(policy: Policy) -> MappingProxyType[str, str]:
-    """Every denied registry function -> its category (``Policy.decide_api``, for all at once)."""
+    """Every denied registry function -> its category (``Policy.decide_api``, for all at once),
+    less the primitives of an allowed function (:data:`IMPLIED`) unless a rule denies them."""
     rules = policy.api.rules
     if not rules:
         return MappingProxyType(dict(CATEGORY_OF))
@@ -176,6 +202,11 @@ def decisions(policy: Policy) -> MappingProxyType[str, str]:
         spoken_for = function in targets or category in targets or "*" in targets
         if not (spoken_for and policy.decide_api(function).allowed):
             denied[function] = category
+    for function, primitives in IMPLIED.items():
+        if function not in denied:
+            for primitive in primitives:
+                if policy.decide_api(primitive).rule is None:  # no rule speaks for it: implied
+                    denied.pop(primitive, None)
     return MappingProxyType(denied)
 
 

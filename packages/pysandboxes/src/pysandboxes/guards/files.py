@@ -144,6 +144,7 @@ def _check(  # type: ignore[no-untyped-def]
     _type=None,
     _NotFound=None,
     _OSError=None,
+    _fspath=None,
 ):
     """Allow silently, or raise the refusal that names the rule to add or the rule that refused."""
     kind = _type(path)
@@ -152,8 +153,14 @@ def _check(  # type: ignore[no-untyped-def]
             path = _decode(path, "utf-8", "surrogateescape")
         elif kind is _int or _int in kind.__mro__:
             return  # an open descriptor: already judged when it was opened
-        else:
+        elif _str in kind.__mro__:
             path = _str.__str__(path)
+        else:
+            path = _fspath(path)  # pathlib.Path & co. (the wrappers get them unconverted)
+            if _type(path) is _bytes:
+                path = _decode(path, "utf-8", "surrogateescape")
+            elif _type(path) is not _str:
+                path = _str.__str__(path)
     if "\x00" in path:
         return  # the call itself will fail with ValueError
     if not path.startswith("/"):
@@ -238,11 +245,25 @@ def _on_sqlite(args, _check=None, _path=None):  # type: ignore[no-untyped-def]
 
 
 def _sqlite_authorize(  # type: ignore[no-untyped-def]
-    action, first, second, database, source, _check=None, _path=None, _Base=None, _ATTACH=24, _OK=0, _DENY=1
+    action,
+    first,
+    second,
+    database,
+    source,
+    _check=None,
+    _path=None,
+    _Base=None,
+    _type=None,
+    _str=None,
+    _ATTACH=24,
+    _OK=0,
+    _DENY=1,
 ):
     """``ATTACH`` and ``VACUUM INTO`` open files from SQL, with no audit event: judged here."""
     if action != _ATTACH:
         return _OK
+    if _type(first) is not _str:
+        return _DENY  # the file name is computed (a bound parameter, an expression): unknown
     target = _path(first)
     if target is None:
         return _OK
@@ -300,6 +321,7 @@ def build(
         _type=type,
         _NotFound=RuleFileNotFoundError,
         _OSError=OSError,
+        _fspath=posix.fspath,
     )
     on_read = seal(_on_read, _check=check)
     sqlite_path = seal(_sqlite_path, _str=str, _type=type, _int=int, _chr=chr, _ValueError=ValueError)
@@ -331,6 +353,8 @@ def build(
         _check=check,
         _path=sqlite_path,
         _Base=BaseException,
+        _type=type,
+        _str=str,
         _ATTACH=24,  # SQLITE_ATTACH, also reported for VACUUM INTO
         _OK=0,
         _DENY=1,

@@ -96,7 +96,10 @@ def build(
         _allowed=allowed,
         _everything="*" in policy.imports,
         _getframe=sys._getframe,
-        _transparent=("<frozen importlib.", stdlib + "/importlib/", ours + "/"),
+        # The import machinery forwarding a request is transparent; the loader's own work
+        # (decoding or compiling a module's source, which may import unicodedata or an
+        # encoding) happens in _bootstrap_external and is the interpreter's, not the program's.
+        _transparent=("<frozen importlib._bootstrap>", stdlib + "/importlib/", ours + "/"),
         _stdlib=(stdlib + "/", "<frozen "),
         _not_stdlib=site or ("\x00",),
         _str=str,
@@ -134,6 +137,7 @@ def import_wrapper(check: Callable[[tuple[Any, ...]], None], library: tuple[str,
     """``builtins.__import__`` that also judges the program's imports of loaded modules."""
     original = builtins.__import__
     modules = sys.modules
+    getframe = sys._getframe
 
     def __import__(
         name: str,
@@ -142,8 +146,9 @@ def import_wrapper(check: Callable[[tuple[Any, ...]], None], library: tuple[str,
         fromlist: Any = (),
         level: int = 0,
     ) -> Any:
-        if level == 0 and name in modules and globals is not None:
-            origin = globals.get("__file__") or ""
+        if level == 0 and name in modules:
+            importer = globals if globals is not None else getframe(1).f_globals
+            origin = importer.get("__file__") or ""
             if not (isinstance(origin, str) and origin.startswith(library)):
                 check((name,))
         return original(name, globals, locals, fromlist, level)

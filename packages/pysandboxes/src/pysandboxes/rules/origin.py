@@ -16,6 +16,15 @@ CODE = "code"
 BUILTIN = "built-in"
 
 
+_HOME: list[str] = []
+
+
+def set_display_home(home: str | None) -> None:
+    """The home directory messages abbreviate to ``~`` (the host's, even once the sandboxed
+    program's environment no longer holds ``HOME``)."""
+    _HOME[:] = [home] if home else []
+
+
 def display_path(path: str) -> str:
     """Shorten a path for messages: relative under the cwd, ``~/…`` under home, else absolute."""
     try:
@@ -24,7 +33,7 @@ def display_path(path: str) -> str:
         cwd = ""
     if cwd and path.startswith(cwd + os.sep):
         return path[len(cwd) + 1 :]
-    home = os.environ.get("HOME") or ""
+    home = _HOME[0] if _HOME else os.environ.get("HOME") or ""
     if home and home != os.sep and path.startswith(home.rstrip(os.sep) + os.sep):
         return "~" + path[len(home.rstrip(os.sep)) :]
     return path
