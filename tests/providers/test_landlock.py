@@ -185,7 +185,7 @@ def test_old_abi_says_why_and_what_to_do(monkeypatch: pytest.MonkeyPatch) -> Non
     monkeypatch.setattr(landlock, "landlock_abi", lambda: 3)
     assert available() == (
         "Landlock ABI 3 < 4: this kernel cannot filter TCP ports; "
-        "use os-sandbox=bwrap/unshare or a kernel >= 6.7"
+        "use a kernel >= 6.7, or os-sandbox=subprocess (no OS boundary)"
     )
 
 
@@ -206,7 +206,7 @@ def test_not_linux(monkeypatch: pytest.MonkeyPatch) -> None:
 def test_disabled_landlock_is_explained(err: int, words: tuple[str, ...]) -> None:
     message = landlock.explain_errno(err)
     assert all(w in message for w in words), message
-    assert "os-sandbox=bwrap/unshare" in message
+    assert "os-sandbox=subprocess (no OS boundary)" in message
 
 
 def test_confine_refuses_when_unavailable(monkeypatch: pytest.MonkeyPatch) -> None:

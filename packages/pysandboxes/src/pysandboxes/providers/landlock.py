@@ -174,7 +174,7 @@ def available() -> str | None:
     if machine not in _SYSCALL_NUMBERS:
         return (
             f"Landlock system call numbers are not known for the {machine} architecture; "
-            "use os-sandbox=bwrap or os-sandbox=unshare"
+            "use os-sandbox=subprocess (no OS boundary) until the bwrap and unshare providers arrive"
         )
     abi = landlock_abi()
     if abi == 0:
@@ -182,7 +182,7 @@ def available() -> str | None:
     if abi < MIN_ABI:
         return (
             f"Landlock ABI {abi} < {MIN_ABI}: this kernel cannot filter TCP ports; "
-            "use os-sandbox=bwrap/unshare or a kernel >= 6.7"
+            "use a kernel >= 6.7, or os-sandbox=subprocess (no OS boundary)"
         )
     return None
 
@@ -196,7 +196,7 @@ def _why_no_landlock() -> str:
         ctypes.c_long(_SYSCALL_NUMBERS[os.uname().machine]), None, ctypes.c_size_t(0), ctypes.c_uint32(1)
     )
     if result >= 0:
-        return f"Landlock answered ABI {result} but no usable version was read; use os-sandbox=bwrap/unshare"
+        return f"Landlock answered ABI {result} but no usable version was read; use os-sandbox=subprocess (no OS boundary)"
     return explain_errno(ctypes.get_errno())
 
 
@@ -204,7 +204,7 @@ def explain_errno(err: int) -> str:
     """Why ``landlock_create_ruleset(NULL, 0, VERSION)`` failed with ``err``, and what to do."""
     import errno
 
-    alternatives = "use os-sandbox=bwrap/unshare"
+    alternatives = "use os-sandbox=subprocess (no OS boundary)"
     if err == errno.EOPNOTSUPP:
         return (
             "Landlock is built into this kernel but disabled at boot (EOPNOTSUPP): add 'landlock' "
