@@ -16,6 +16,7 @@ from types import FunctionType
 
 from .._log import USER_LOGGER, debug
 from ..errors import RuleApiPermissionError, SandBoxError
+from ..rules.api_registry import CATEGORY_OF
 from ..rules.policy import Policy
 from . import api as api_guard
 from . import files as file_guard
@@ -213,9 +214,11 @@ def _set(module: Any, attribute: str, value: Any) -> None:
 
 
 def _refusing_patch(attribute: str, function: str, refuse: Callable[[str], None]) -> Callable[[Any], None]:
+    category = CATEGORY_OF.get(function, "")
+
     def refused(*args: Any, **kwargs: Any) -> Any:
-        refuse(function)
-        raise RuleApiPermissionError(api_guard.refusal_message(function, "?"), function)
+        refuse(function)  # raises: only denied functions are replaced
+        raise RuleApiPermissionError(api_guard.refusal_message(function, category), function, category)
 
     refused.__name__ = attribute.rpartition(".")[2]
     refused.__qualname__ = attribute
