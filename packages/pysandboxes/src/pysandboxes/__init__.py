@@ -17,16 +17,48 @@ from .errors import (
 
 __version__ = "0.1.0"
 
+_LAZY = {
+    "sandbox": "api",
+    "sandboxes": "api",
+    "run": "api",
+    "is_in_sandbox": "api",
+    "SandBoxProtocolError": "errors",
+    "SandBoxRemoteError": "errors",
+    "SandBoxBaseExceptionError": "errors",
+    "SandBoxTimeoutError": "errors",
+    "RestrictedUnpicklingError": "errors",
+}
+
+
+def __getattr__(name: str) -> object:
+    """Partial mode's names load on first use: ``python-sb`` never pays for them."""
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'pysandboxes' has no attribute {name!r}")
+    import importlib
+
+    return getattr(importlib.import_module(f".{module}", __name__), name)
+
+
 __all__ = [
     "ConfigSyntaxError",
     "ProviderError",
+    "RestrictedUnpicklingError",
     "RuleApiPermissionError",
     "RuleFileNotFoundError",
     "RuleModuleNotFoundError",
     "RulePermissionError",
     "RuleSocketConnectionRefusedError",
     "RuleSyntaxError",
+    "SandBoxBaseExceptionError",
     "SandBoxError",
+    "SandBoxProtocolError",
+    "SandBoxRemoteError",
+    "SandBoxTimeoutError",
     "__version__",
+    "is_in_sandbox",
+    "run",
+    "sandbox",
     "sandbox_denials",
+    "sandboxes",
 ]

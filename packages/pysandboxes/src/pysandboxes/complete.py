@@ -262,7 +262,7 @@ def _strip_own_frames(exc: BaseException) -> Any:
             if not tb.tb_frame.f_code.co_filename.startswith(_PACKAGE_DIR):
                 kept.append(tb)
             tb = tb.tb_next
-        for entry, following in zip(kept, [*kept[1:], None], strict=True):
+        for entry, following in zip(kept, [*kept[1:], None][: len(kept)], strict=True):
             entry.tb_next = following
         current.__traceback__ = kept[0] if kept else None  # the display reads this one
         pending += [current.__cause__, current.__context__]

@@ -11,12 +11,14 @@ from ._record import Record
 
 TYPE_CHECKING = False  # importing typing costs milliseconds at start-up
 if TYPE_CHECKING:
+    from .remote.codec import RestrictedUnpicklingError
     from .rules.origin import Origin
 
 
 __all__ = [
     "ConfigSyntaxError",
     "ProviderError",
+    "RestrictedUnpicklingError",
     "RuleApiPermissionError",
     "RuleFileNotFoundError",
     "RuleModuleNotFoundError",
@@ -24,7 +26,11 @@ __all__ = [
     "RuleProblem",
     "RuleSocketConnectionRefusedError",
     "RuleSyntaxError",
+    "SandBoxBaseExceptionError",
     "SandBoxError",
+    "SandBoxProtocolError",
+    "SandBoxRemoteError",
+    "SandBoxTimeoutError",
     "sandbox_denials",
 ]
 
@@ -71,6 +77,55 @@ class ProviderError(SandBoxError):
 
 #: The reference implementation's name for the same error.
 ConfigSyntaxError = RuleSyntaxError
+
+
+# -- partial mode: the channel between the host and the sandboxed child -----------------------
+# ``RestrictedUnpicklingError`` (a ``pickle.UnpicklingError``) lives in ``remote/codec.py`` so
+# that importing this module never imports ``pickle``; ``__getattr__`` below re-exports it.
+
+
+class SandBoxProtocolError(SandBoxError):
+    """The channel to the sandboxed child broke, or the child sent something malformed."""
+
+
+class SandBoxTimeoutError(SandBoxError, TimeoutError):
+    """A sandboxed call exceeded its timeout; the message says which call and the limit."""
+
+
+class SandBoxRemoteError(SandBoxError):
+    """An exception raised in the sandboxed child whose class is not rebuilt in the host.
+
+    ``exception_type`` is the child's ``module.QualName``, ``message`` its ``str()``,
+    ``denials`` the sandbox refusals the child reported behind it (``sandbox_denials``).
+    """
+
+    def __init__(self, exception_type: str, message: str = "", denials: list[str] | None = None) -> None:
+        self.exception_type = exception_type
+        self.message = message
+        self.denials: list[str] = list(denials) if denials else []
+        super().__init__(f"{exception_type}: {message}" if message else exception_type)
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (type(self), (self.exception_type, self.message, self.denials))
+
+
+class SandBoxBaseExceptionError(SandBoxError):
+    """The sandboxed function raised a ``BaseException`` that is not an ``Exception``.
+
+    ``SystemExit``, ``KeyboardInterrupt``, ``GeneratorExit``... raised by the function end
+    neither the child nor the caller: they arrive as this error. ``code`` is the
+    ``SystemExit`` code (``None`` for the others).
+    """
+
+    def __init__(self, exception_type: str, code: int | str | None = None, message: str = "") -> None:
+        self.exception_type = exception_type
+        self.code = code
+        self.message = message
+        text = f"the sandboxed function raised {exception_type}"
+        super().__init__(f"{text}: {message}" if message else text)
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (type(self), (self.exception_type, self.code, self.message))
 
 
 # -- refusals -------------------------------------------------------------------------------
@@ -147,11 +202,39 @@ class RuleModuleNotFoundError(ModuleNotFoundError, SandBoxError):
         return (type(self), (self.message, self.name))
 
 
+# Sandbox errors that report a failure of the machinery, not a refusal by a rule.
+_NOT_DENIALS = (
+    RuleSyntaxError,
+    SandBoxProtocolError,
+    SandBoxTimeoutError,
+    SandBoxRemoteError,
+    SandBoxBaseExceptionError,
+)
+
+
+def _own_denials(e: BaseException) -> list[str]:
+    """The refusals ``e`` itself stands for (not its causes).
+
+    An exception rebuilt from the sandboxed child carries the child's list in
+    ``__sandbox_denials__``; otherwise a refusal stands for itself.
+    """
+    attrs = getattr(e, "__dict__", None)
+    attached = attrs.get("__sandbox_denials__") if isinstance(attrs, dict) else None
+    if isinstance(attached, list):
+        return [entry for entry in attached if isinstance(entry, str)]
+    if isinstance(e, SandBoxRemoteError):
+        return list(e.denials)
+    if isinstance(e, SandBoxError) and not isinstance(e, _NOT_DENIALS):
+        return [f"{type(e).__name__}: {e}"]
+    return []
+
+
 def sandbox_denials(exc: BaseException | None) -> list[str]:
     """The sandbox refusals behind ``exc``: ``"ExcName: message"``, innermost first.
 
-    Follows ``__cause__`` and ``__context__`` and the members of exception groups. An empty
-    list means the failure was not a sandbox refusal.
+    Follows ``__cause__`` and ``__context__`` and the members of exception groups, and the
+    refusals reported by the sandboxed child for exceptions rebuilt from partial mode (their
+    ``__sandbox_denials__``). An empty list means the failure was not a sandbox refusal.
     """
     found: list[str] = []
     seen: set[int] = set()
@@ -165,8 +248,18 @@ def sandbox_denials(exc: BaseException | None) -> list[str]:
         if isinstance(e, BaseExceptionGroup):
             for member in e.exceptions:
                 visit(member)
-        if isinstance(e, SandBoxError) and not isinstance(e, RuleSyntaxError):
-            found.append(f"{type(e).__name__}: {e}")
+        found.extend(_own_denials(e))
 
     visit(exc)
     return found
+
+
+def __getattr__(name: str) -> object:
+    # PEP 562: ``RestrictedUnpicklingError`` subclasses ``pickle.UnpicklingError``; importing
+    # it only when asked keeps ``pickle`` out of every program that never uses partial mode.
+    if name == "RestrictedUnpicklingError":
+        from .remote.codec import RestrictedUnpicklingError
+
+        globals()[name] = RestrictedUnpicklingError
+        return RestrictedUnpicklingError
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

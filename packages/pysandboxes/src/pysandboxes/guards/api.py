@@ -145,6 +145,23 @@ def _on_dlopen(args, _refuse=None):  # type: ignore[no-untyped-def]
         _refuse("ctypes.CDLL")
 
 
+def _on_find_class(  # type: ignore[no-untyped-def]
+    args, _refuse=None, _getframe=None, _ours=None, _str=None, _type=None, _ValueError=None
+):
+    """Unpickling a class: refused to the program; the sandbox's own decoding of the host's
+    (trusted) arguments passes — only the sandbox's frames are on the stack then."""
+    try:
+        frame = _getframe(2)
+    except _ValueError:
+        frame = None
+    while frame is not None:
+        filename = frame.f_code.co_filename
+        if _type(filename) is not _str or not filename.startswith(_ours):
+            _refuse("pickle.Unpickler")
+            return
+        frame = frame.f_back
+
+
 def _on_prlimit(args, _refuse=None):  # type: ignore[no-untyped-def]
     if args[2] is not None:  # reading a limit is harmless
         _refuse("resource.prlimit")
@@ -226,6 +243,18 @@ def build(
             handlers[event] = seal(_on_event, _name=function, _refuse=refuse)
     if "ctypes.CDLL" in denied:
         handlers["ctypes.dlopen"] = seal(_on_dlopen, _refuse=refuse)
+    if "pickle.Unpickler" in denied:
+        import os
+
+        handlers["pickle.find_class"] = seal(
+            _on_find_class,
+            _refuse=refuse,
+            _getframe=sys._getframe,
+            _ours=os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + "/",
+            _str=str,
+            _type=type,
+            _ValueError=ValueError,
+        )
     if "resource.prlimit" in denied:
         handlers["resource.prlimit"] = seal(_on_prlimit, _refuse=refuse)
     dynamic_denied = all(f"builtins.{n}" in denied for n in ("compile", "eval", "exec"))

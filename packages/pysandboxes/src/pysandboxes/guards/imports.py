@@ -66,6 +66,8 @@ def _on_import(  # type: ignore[no-untyped-def]
         if _type(filename) is not _str or not filename.startswith(_transparent):
             break
         frame = frame.f_back
+    if frame is None:
+        return  # only the sandbox's own frames: its runtime (a partial-mode worker) importing
     if frame is not None:
         filename = frame.f_code.co_filename
         if _type(filename) is _str and filename.startswith(_stdlib) and not filename.startswith(_not_stdlib):

@@ -23,7 +23,7 @@ from .origin import CODE, COMMAND_LINE, Origin
 from .policy import Include, Policy, Setting
 from .provider_keys import PROVIDER_KEYS, PROVIDERS, normalise
 from .substitution import split_outside_references
-from .values import closest, parse_bool, parse_int
+from .values import closest, parse_bool, parse_decimal_size, parse_duration, parse_int
 
 RULE_FILE_NAME = ".py-sandboxes"
 
@@ -36,7 +36,18 @@ OPTIONAL_INCLUDES = frozenset(
     }
 )
 
-SINGLETON_KEYS = ("py-sandbox", "os-sandbox", "learn", "port", "remote-result-mode", "remote-result-guard")
+SINGLETON_KEYS = (
+    "py-sandbox",
+    "os-sandbox",
+    "learn",
+    "port",
+    "remote-result-mode",
+    "remote-result-guard",
+    "remote-max-payload",
+    "timeout",
+)
+#: a call's payload (arguments or result) above this is refused with a clear error
+DEFAULT_MAX_PAYLOAD = 1 << 30
 LIST_KEYS = ("env", "unenv", "expose-ro", "expose-rw", "ignore", "net", "python-import", "python-api")
 KNOWN_KEYS = (*SINGLETON_KEYS, *LIST_KEYS, *EVAL_LIST_KEYS, *EVAL_SCALARS)
 
@@ -306,6 +317,20 @@ def load_policy(
         except ValueError as exc:
             ctx.problem(r.origin, str(exc))
 
+    max_payload = Setting(DEFAULT_MAX_PAYLOAD, None)
+    if (r := singles["remote-max-payload"]) is not None:
+        try:
+            max_payload = Setting(parse_decimal_size(ctx.expand(r, r.value) or "", "remote-max-payload"), r)
+        except ValueError as exc:
+            ctx.problem(r.origin, str(exc))
+
+    timeout = Setting(None, None)
+    if (r := singles["timeout"]) is not None:
+        try:
+            timeout = Setting(parse_duration(ctx.expand(r, r.value) or "", "timeout"), r)
+        except ValueError as exc:
+            ctx.problem(r.origin, str(exc))
+
     port = Setting(None, None)
     if (r := singles["port"]) is not None:
         try:
@@ -364,6 +389,8 @@ def load_policy(
         locked_by=locked_by,
         remote_result_mode=remote_mode,
         remote_result_guard=remote_guard,
+        remote_max_payload=max_payload,
+        timeout=timeout,
         port=port,
         files_policy=files_policy,
         net=net,

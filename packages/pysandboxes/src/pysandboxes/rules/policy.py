@@ -57,9 +57,11 @@ class Policy(Record):
         "port",
         "provider_options",
         "py_sandbox",
+        "remote_max_payload",
         "remote_result_guard",
         "remote_result_mode",
         "rules",
+        "timeout",
     )
     _defaults: ClassVar[dict[str, Any]] = {"notes": ()}
     main_file: str | None
@@ -78,6 +80,8 @@ class Policy(Record):
     locked_by: Rule | None  # the 'learn=false' line that locks these rules
     remote_result_mode: Setting  # "data-only" | "objects"
     remote_result_guard: Setting  # bool
+    remote_max_payload: Setting  # int: bytes a call's arguments or result may take
+    timeout: Setting  # float seconds or None: a @sandbox call's wall-clock limit (partial mode)
     port: Setting  # accepted for compatibility; the transport uses no TCP port
 
     files_policy: FilePolicy

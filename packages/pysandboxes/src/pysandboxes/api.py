@@ -1,0 +1,354 @@
+"""Partial mode: ``@sandbox`` functions run in a confined child, inside ``sandboxes()``.
+
+.. code-block:: python
+
+    from pysandboxes import sandbox, sandboxes
+
+    @sandbox
+    def summarize(path: str) -> str: ...
+
+    with sandboxes():                 # starts the child (once, shared by nested blocks)
+        print(summarize("data/report.txt"))
+
+The application keeps its own rights; each ``@sandbox`` call runs in the child under the
+rule file (found next to the calling module's package, or in the working directory) and
+comes back through the result guard. Inside the child, and with ``os-sandbox=none``, calls
+are direct.
+"""
+
+from __future__ import annotations
+
+import functools
+import os
+import sys
+import threading
+
+from .errors import SandBoxError
+from .remote import registry
+from .remote.child import in_sandbox
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable, Mapping
+    from typing import Any
+
+__all__ = ["is_in_sandbox", "run", "sandbox", "sandboxes"]
+
+_CO_GENERATOR = 0x20
+_CO_COROUTINE = 0x80
+_CO_ASYNC_GENERATOR = 0x200
+
+
+def is_in_sandbox() -> bool:
+    """True inside the sandbox's child process (where ``@sandbox`` calls are direct)."""
+    return in_sandbox()
+
+
+# -- the session ---------------------------------------------------------------------------
+
+
+class _Session:
+    """The process-wide sandbox: one child shared by every open ``sandboxes()`` block."""
+
+    lock = threading.RLock()
+    current: _Session | None = None
+
+    def __init__(self, signature: tuple[Any, ...], child: Any, provider: str, timeout: float | None) -> None:
+        self.signature = signature
+        self.child = child  # None with os-sandbox=none: calls are direct
+        self.provider = provider
+        self.timeout = timeout
+        self.count = 0
+
+
+class sandboxes:
+    """Start (or join) the sandbox for the ``@sandbox`` functions called in this block.
+
+    ``sandboxes_config``: the rule file (default: ``.py-sandboxes`` of the caller's package,
+    else of the working directory); ``init_fn``: a function run once in the child before the
+    first call (under the rules); ``**rules``: extra rules, e.g. ``expose_ro="./data"`` or
+    ``python_import=["json", "csv"]`` (refused under ``learn=false``). Nested and concurrent
+    blocks share one child; the last one to leave stops it. Usable as ``with`` and
+    ``async with``, or with ``__enter__()`` alone in a notebook (stopped at exit).
+    """
+
+    def __init__(
+        self,
+        init_fn: Callable[[], Any] | None = None,
+        sandboxes_config: str | os.PathLike[str] | None = None,
+        *,
+        learn: str | bool | None = None,
+        envs: Mapping[str, str] | None = None,
+        _caller: str | None = None,
+        **rules: Any,
+    ) -> None:
+        self.init_fn = init_fn
+        self.config = os.fspath(sandboxes_config) if sandboxes_config is not None else None
+        self.learn = learn
+        self.envs = dict(os.environ if envs is None else envs)
+        self.rules = _rule_pairs(rules)
+        self.caller = _caller if _caller is not None else _caller_module()
+        self._entered: _Session | None = None
+
+    def __enter__(self) -> _Session:
+        if in_sandbox():
+            return _Session((), None, "none", None)
+        session = _join(self)
+        self._entered = session
+        return session
+
+    def __exit__(self, *exc: object) -> None:
+        session, self._entered = self._entered, None
+        if session is not None:
+            _leave(session)
+
+    async def __aenter__(self) -> _Session:
+        import asyncio
+
+        return await asyncio.get_running_loop().run_in_executor(None, self.__enter__)
+
+    async def __aexit__(self, *exc: object) -> None:
+        import asyncio
+
+        await asyncio.get_running_loop().run_in_executor(None, self.__exit__, *exc)
+
+
+def _rule_pairs(rules: Mapping[str, Any]) -> list[tuple[str, str]]:
+    pairs: list[tuple[str, str]] = []
+    for name, value in rules.items():
+        key = name.replace("_", "-")
+        values = value if isinstance(value, (list, tuple, set, frozenset)) else [value]
+        for v in values:
+            text = ("true" if v else "false") if isinstance(v, bool) else str(v)
+            pairs.append((key, text))
+    return pairs
+
+
+def _caller_module() -> str | None:
+    frame = sys._getframe(2)
+    while frame is not None and frame.f_globals.get("__name__", "").startswith("pysandboxes"):
+        frame = frame.f_back  # type: ignore[assignment]
+    return frame.f_globals.get("__name__") if frame is not None else None
+
+
+def _join(block: sandboxes) -> _Session:
+    from . import complete, providers
+    from .rules import load_policy, locate
+
+    cwd = os.getcwd()
+    if block.config is not None:
+        rule_file = locate.for_config(block.config, cwd)
+    else:
+        rule_file = locate.for_caller(block.caller, cwd)
+    rules = list(block.rules)
+    if block.learn:
+        rules.append(("learn", rule_file if block.learn is True else str(block.learn)))
+    signature = (rule_file, tuple(rules), block.init_fn)
+    with _Session.lock:
+        session = _Session.current
+        if session is not None:
+            if session.signature != signature:
+                raise SandBoxError(
+                    "a sandboxes() block is already open with other settings "
+                    f"({session.signature[0]}); nested and concurrent blocks share one sandbox: "
+                    "open them with the same rule file, rules and init_fn"
+                )
+            session.count += 1
+            return session
+        policy = load_policy(rule_file, extra_rules=rules, environ=block.envs, cwd=cwd, missing_file="learn")
+        if policy.learning:
+            raise SandBoxError(
+                f"no rule file: {rule_file} does not exist, and learning a first one is not available "
+                "in this version; create one with `pysandboxes init`"
+            )
+        provider = providers.require(policy)
+        timeout = policy.timeout.value
+        child = None
+        if provider != "none":
+            from .remote.host import Child, host_settings
+
+            init_key = registry.key_of(block.init_fn) if block.init_fn is not None else None
+            modules = set(registry.modules())
+            if init_key is not None:
+                modules.add(init_key[0])
+            settings = host_settings(
+                rule_file=rule_file,
+                rules=rules,
+                environ=block.envs,
+                cwd=cwd,
+                provider=provider,
+                modules=sorted(modules),
+                main_file=registry.main_file(),
+                init_fn=init_key,
+                want_asyncio=_registry_has_coroutines(block.init_fn),
+            )
+            child = Child(settings, policy, provider)
+            child.start()
+        del complete
+        session = _Session(signature, child, provider, float(timeout) if timeout else None)  # type: ignore[arg-type]
+        session.count = 1
+        _Session.current = session
+        _register_exit()
+        return session
+
+
+def _leave(session: _Session) -> None:
+    with _Session.lock:
+        session.count -= 1
+        if session.count > 0:
+            return
+        if _Session.current is session:
+            _Session.current = None
+    if session.child is not None:
+        session.child.stop()
+
+
+_EXIT_REGISTERED: list[bool] = []
+
+
+def _register_exit() -> None:
+    """A notebook may enter a block and never leave it: stop the child when Python exits."""
+    if not _EXIT_REGISTERED:
+        import atexit
+
+        atexit.register(_stop_at_exit)
+        _EXIT_REGISTERED.append(True)
+
+
+def _stop_at_exit() -> None:
+    session = _Session.current
+    _Session.current = None
+    if session is not None and session.child is not None:
+        session.child.stop()
+
+
+def _registry_has_coroutines(init_fn: Any) -> bool:
+    functions = [f for f in registry._FUNCTIONS.values()]
+    if init_fn is not None:
+        functions.append(init_fn)
+    return any(_flags(f) & (_CO_COROUTINE | _CO_ASYNC_GENERATOR) for f in functions)
+
+
+def _flags(function: Any) -> int:
+    return int(getattr(getattr(function, "__code__", None), "co_flags", 0))
+
+
+# -- the decorator -----------------------------------------------------------------------------
+
+
+def sandbox(function: Callable[..., Any] | None = None, *, timeout: float | None = None) -> Any:
+    """Run this function in the sandbox's child when called inside ``sandboxes()``.
+
+    Works on functions, ``async def`` functions, generators and async generators (values
+    stream back as they are produced), methods, and functions of a ``__main__`` script.
+    ``timeout``: seconds a call may take (overrides the rule file's ``timeout=``).
+    """
+    if function is None:
+        return lambda f: sandbox(f, timeout=timeout)
+    if not callable(function):
+        raise TypeError(f"@sandbox decorates a function, not {type(function).__name__}")
+    key = registry.register(function)
+    flags = _flags(function)
+
+    def session_for() -> _Session | None:
+        if in_sandbox():
+            return None
+        session = _Session.current
+        if session is None:
+            raise SandBoxError(
+                f"{key[0]}.{key[1]}() is a @sandbox function called outside any sandbox: call it "
+                "inside `with pysandboxes.sandboxes():` (or `async with`), or run the program "
+                "with `pysandboxes.run(main())`"
+            )
+        return None if session.child is None else session
+
+    def limit(session: _Session) -> float | None:
+        return timeout if timeout is not None else session.timeout
+
+    if flags & _CO_ASYNC_GENERATOR:
+
+        @functools.wraps(function)
+        async def async_gen_wrapper(*args: Any, **kwargs: Any) -> Any:
+            session = session_for()
+            if session is None:
+                async for item in function(*args, **kwargs):
+                    yield item
+                return
+            async for item in session.child.iterate_async(key, args, kwargs, limit(session)):
+                yield item
+
+        wrapper: Any = async_gen_wrapper
+    elif flags & _CO_COROUTINE:
+
+        @functools.wraps(function)
+        async def async_wrapper(*args: Any, **kwargs: Any) -> Any:
+            session = session_for()
+            if session is None:
+                return await function(*args, **kwargs)
+            try:
+                return await session.child.call_async(key, args, kwargs, limit(session))
+            except BaseException as exc:
+                raise exc.with_traceback(_without_channel(exc.__traceback__))  # noqa: B904
+
+        wrapper = async_wrapper
+    elif flags & _CO_GENERATOR:
+
+        @functools.wraps(function)
+        def gen_wrapper(*args: Any, **kwargs: Any) -> Any:
+            session = session_for()
+            if session is None:
+                yield from function(*args, **kwargs)
+                return
+            yield from session.child.iterate(key, args, kwargs, limit(session))
+
+        wrapper = gen_wrapper
+    else:
+
+        @functools.wraps(function)
+        def sync_wrapper(*args: Any, **kwargs: Any) -> Any:
+            session = session_for()
+            if session is None:
+                return function(*args, **kwargs)
+            try:
+                return session.child.call(key, args, kwargs, limit(session))
+            except BaseException as exc:
+                raise exc.with_traceback(_without_channel(exc.__traceback__))  # noqa: B904
+
+        wrapper = sync_wrapper
+    wrapper.__sandbox_key__ = key
+    return wrapper
+
+
+_OWN = os.path.dirname(os.path.abspath(__file__)) + os.sep
+
+
+def _without_channel(tb: Any) -> Any:
+    """The traceback without the sandbox's own frames (the channel, the host): what is left
+    are the caller's frames and, after them, the sandboxed function's, as if it ran here."""
+    kept = []
+    while tb is not None:
+        if not tb.tb_frame.f_code.co_filename.startswith(_OWN):
+            kept.append(tb)
+        tb = tb.tb_next
+    for entry, following in zip(kept, [*kept[1:], None][: len(kept)], strict=True):
+        entry.tb_next = following
+    return kept[0] if kept else None
+
+
+def run(
+    main: Any, *, init_fn: Callable[[], Any] | None = None, sandboxes_config: str | None = None, **rules: Any
+) -> Any:
+    """``asyncio.run(main)`` inside ``sandboxes()``: the sandbox starts before ``main`` runs."""
+    import asyncio
+    import inspect
+
+    if not inspect.iscoroutine(main):
+        raise ValueError(f"a coroutine was expected, got {main!r}")
+
+    caller = _caller_module()
+
+    async def runner() -> Any:
+        async with sandboxes(init_fn, sandboxes_config, _caller=caller, **rules):
+            return await main
+
+    return asyncio.run(runner())

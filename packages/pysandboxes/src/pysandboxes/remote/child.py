@@ -1,0 +1,472 @@
+"""The partial-mode child: start under the rules, then serve calls until the host goes away.
+
+Started by the host as ``python -E -s -c <bootstrap>`` with two inherited descriptors: the
+channel (a ``SOCK_SEQPACKET`` socket) and a memory file holding what the host knows (rule
+file, command-line rules, its environment for ``${VAR}``, working directory, ``sys.path``,
+the modules holding ``@sandbox`` functions). Start-up: load the rules, filter the
+environment, import the program's modules (as the host did: before the rules apply), confine
+(landlock), start the worker threads, arm the guards, run ``init_fn``, say READY.
+
+Calls run in a pool of worker threads that all wait on the same socket (whole frames each,
+thanks to SEQPACKET): a slow call never holds up another, and the pool grows when every
+worker is busy. Coroutines run on one event loop thread. A call is cancelled by raising
+:class:`CallCancelled` in its thread (or cancelling its task); if it does not stop, the host
+kills the child and starts a new one.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+
+from ..errors import SandBoxError
+from . import codec
+from .channel import CALL, CANCEL, CLOSE, END, ERROR, ITEM, RESULT, SHUTDOWN, ChannelClosed
+from .registry import lookup
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any
+
+    from .channel import Channel, Frame
+
+HANDOFF_ENV = "PYSANDBOXES_CHILD"
+MAX_WORKERS = 64
+
+
+class CallCancelled(BaseException):
+    """The host cancelled this call (timeout, or a generator closed early)."""
+
+
+class _State:
+    """Process-wide state of the child (the host process never sets any of it)."""
+
+    in_sandbox = False
+
+
+def in_sandbox() -> bool:
+    return _State.in_sandbox
+
+
+def main() -> None:
+    """The child's entry point (see the module docstring)."""
+    import json
+
+    sock_fd, handoff_fd = (int(x) for x in os.environ.pop(HANDOFF_ENV).split(","))
+    import socket
+
+    from .channel import FAILED, Channel
+
+    channel = Channel(socket.socket(fileno=sock_fd))
+    try:
+        with os.fdopen(handoff_fd, "rb") as f:
+            handoff = json.loads(f.read())
+        server = _boot(channel, handoff)
+    except BaseException as exc:
+        message = str(exc) if isinstance(exc, SandBoxError) else f"{type(exc).__name__}: {exc}"
+        try:
+            channel.send(0, FAILED, message.encode("utf-8", "replace"))
+        finally:
+            os._exit(3)
+    server.serve()
+
+
+def _boot(channel: Channel, handoff: dict[str, Any]) -> _Server:
+    from .. import complete
+    from ..rules import load_policy
+
+    sys.path[:] = handoff["sys_path"]
+    environ: dict[str, str] = handoff.pop("environ")
+    from ..rules.origin import set_display_home
+
+    set_display_home(environ.get("HOME"))
+    policy = load_policy(
+        handoff["rule_file"],
+        extra_rules=[tuple(r) for r in handoff["rules"]],
+        environ=environ,
+        cwd=handoff["cwd"],
+        missing_file="learn",
+    )
+    environ.clear()
+    if policy.learning:
+        raise SandBoxError("learning mode is not available in this version; nothing was started")
+    if policy.net.hostnames:
+        policy = policy.pin_hostnames(complete._resolve)
+    provider = handoff["provider"]
+    _State.in_sandbox = True
+
+    # The program's own modules, loaded as the host loaded them: before the rules apply.
+    program_files: list[str] = []
+    for name in handoff["modules"]:
+        if name == "__main__" and not handoff.get("main_file"):
+            continue  # a notebook or REPL: its functions cannot be imported (said at call time)
+        module = _import_program_module(name, handoff.get("main_file"))
+        path = getattr(module, "__file__", None)
+        if isinstance(path, str):
+            program_files.append(os.path.realpath(path))
+    install = None
+    if policy.py_sandbox.value is not False:
+        from ..guards import prepare
+
+        install = prepare(policy, program_files=program_files, extra_imports=_top_levels(handoff["modules"]))
+    complete._apply_environment(policy)
+    if provider == "landlock":
+        from ..providers.landlock import confine, plan_for
+
+        confine(plan_for(policy, program_files=program_files))
+    server = _Server(channel, policy)
+    server.main_file = handoff.get("main_file")
+    # What the child itself needs later, loaded now (the import rules are the program's).
+    import select  # noqa: F401
+    import time  # noqa: F401
+
+    from . import codec  # noqa: F401
+
+    if handoff.get("asyncio"):
+        import asyncio  # noqa: F401
+    server.start_threads()
+    if install is not None:
+        install()
+    init = handoff.get("init_fn")
+    if init is not None:
+        function = _find((init[0], init[1]), handoff.get("main_file"))
+        result = function()
+        if hasattr(result, "__await__"):
+            server.run_coroutine(result)
+    from .channel import READY
+
+    channel.send(0, READY, str(os.getpid()).encode())
+    return server
+
+
+def _top_levels(modules: list[str]) -> list[str]:
+    return sorted({m.partition(".")[0] for m in modules if m != "__main__"})
+
+
+def _import_program_module(name: str, main_file: str | None) -> Any:
+    import importlib
+
+    if name == "__main__":
+        from .registry import MAIN_ALIAS
+
+        existing = sys.modules.get(MAIN_ALIAS)
+        if existing is not None:
+            return existing
+        if main_file is None:
+            raise SandBoxError(
+                "a @sandbox function is defined in the host's __main__, which is not a .py file the "
+                "sandbox can import; move the function into a module"
+            )
+        import importlib.util
+
+        spec = importlib.util.spec_from_file_location(MAIN_ALIAS, main_file)
+        if spec is None or spec.loader is None:
+            raise SandBoxError(f"cannot import the host's main script {main_file}")
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[MAIN_ALIAS] = module
+        spec.loader.exec_module(module)
+        return module
+    return importlib.import_module(name)
+
+
+def _find(key: tuple[str, str], main_file: str | None) -> Callable[..., Any]:
+    function = lookup(key)
+    if function is None:
+        module = _import_program_module(key[0], main_file)
+        function = lookup(key)
+        if function is None:  # not decorated with @sandbox here (an init_fn): by name
+            target: Any = module
+            for part in key[1].split("."):
+                target = getattr(target, part, None)
+            function = target
+    if function is None or not callable(function):
+        raise SandBoxError(f"{key[0]}.{key[1]} is not a function the sandbox can find")
+    return function  # type: ignore[no-any-return]
+
+
+class _Server:
+    """The worker pool and the event loop thread."""
+
+    def __init__(self, channel: Channel, policy: Any) -> None:
+        import _thread
+
+        self.channel = channel
+        self.policy = policy
+        self.mode = str(policy.remote_result_mode.value)
+        self.max_size = int(policy.remote_max_payload.value)
+        self.lock = _thread.allocate_lock()
+        #: one worker at a time waits on the socket; the others wait on this lock (a message
+        #: wakes one thread, not every idle worker)
+        self.recv_lock = _thread.allocate_lock()
+        self.idle = 0
+        self.workers = 0
+        # Captured before the guards replace them: the sandbox's own threads are not the
+        # program's (the API guard refuses threads to the program by default).
+        self.start_new_thread = _thread.start_new_thread
+        self.get_ident = _thread.get_ident
+        self.running: dict[int, int] = {}  # call id -> worker thread id
+        self.cancelled: set[int] = set()
+        self.tasks: dict[int, Any] = {}  # call id -> asyncio task
+        self.loop: Any = None
+        self._set_async_exc = _async_exc_setter()
+        self.main_file: str | None = None
+        # The arguments come from the host (trusted); pickle.loads itself is the program's to
+        # ask for (deserialization), so the child keeps the original, taken before arming.
+        import _pickle
+
+        self.loads = _pickle.loads
+
+    # -- threads ------------------------------------------------------------------------
+
+    def start_threads(self) -> None:
+        _prepare_end_group()
+        for _ in range(4):
+            self._spawn()
+        self.start_new_thread(self._watch_host, ())
+
+    def _spawn(self) -> None:
+        with self.lock:
+            self.workers += 1
+            self.idle += 1
+        self.start_new_thread(self._work, ())
+
+    def _watch_host(self) -> None:
+        """The host is gone (even killed with SIGKILL): end, and every process we started."""
+        import select
+
+        poller = select.poll()
+        poller.register(self.channel.fileno(), select.POLLRDHUP | select.POLLHUP)
+        while True:
+            for _fd, events in poller.poll():
+                if events & (select.POLLRDHUP | select.POLLHUP | select.POLLERR):
+                    _end_group()
+
+    def serve(self) -> None:
+        """The main thread has nothing to do but wait (signals are delivered to it)."""
+        import time
+
+        while True:
+            time.sleep(3600)
+
+    def _work(self) -> None:
+        while True:
+            try:
+                with self.recv_lock:
+                    frame = self.channel.recv()
+            except ChannelClosed:
+                _end_group()
+            except CallCancelled:  # a cancellation that arrived after its call ended
+                continue
+            if frame.kind == CALL:
+                with self.lock:
+                    self.idle -= 1
+                    grow = self.idle == 0 and self.workers < MAX_WORKERS
+                if grow:
+                    self._spawn()
+                try:
+                    self._call(frame)
+                except CallCancelled:  # stopped as asked: say so, the host stops waiting
+                    with contextlib.suppress(ChannelClosed, OSError):
+                        self.channel.send(frame.call_id, END)
+                finally:
+                    with self.lock:
+                        self.idle += 1
+            elif frame.kind in (CANCEL, CLOSE):
+                self._cancel(frame.call_id)
+            elif frame.kind == SHUTDOWN:
+                _flush()
+                _end_group()
+
+    def _cancel(self, call_id: int) -> None:
+        with self.lock:
+            self.cancelled.add(call_id)
+            thread = self.running.get(call_id)
+            task = self.tasks.get(call_id)
+        if task is not None and self.loop is not None:
+            self.loop.call_soon_threadsafe(task.cancel)
+        elif thread is not None and self._set_async_exc is not None:
+            self._set_async_exc(thread, CallCancelled)
+
+    # -- one call -------------------------------------------------------------------------
+
+    def _call(self, frame: Frame) -> None:
+        call_id = frame.call_id
+        try:
+            key, args, kwargs = self.loads(frame.payload, buffers=frame.buffers)
+            function = _find(tuple(key), self.main_file)  # type: ignore[arg-type]
+        except BaseException as exc:
+            self._send_error(call_id, exc)
+            return
+        if _flags(function) & (_CO_COROUTINE | _CO_ASYNC_GENERATOR):
+            self._start_async(call_id, function, args, kwargs)
+            return
+        with self.lock:
+            if call_id in self.cancelled:
+                self.cancelled.discard(call_id)
+                return
+            self.running[call_id] = self.get_ident()
+        try:
+            try:
+                result = function(*args, **kwargs)
+                if type(result) is _GeneratorType:
+                    self._stream(call_id, result)
+                    return
+            finally:
+                with self.lock:
+                    self.running.pop(call_id, None)
+                    self.cancelled.discard(call_id)
+                _flush()
+            self._send_value(call_id, RESULT, result)
+        except CallCancelled:
+            raise
+        except BaseException as exc:
+            self._send_error(call_id, exc)
+
+    def _stream(self, call_id: int, generator: Any) -> None:
+        for item in generator:
+            with self.lock:
+                stop = call_id in self.cancelled
+            if stop:
+                generator.close()
+                return
+            _flush()
+            self._send_value(call_id, ITEM, item)
+        _flush()
+        self.channel.send(call_id, END)
+
+    def _send_value(self, call_id: int, kind: int, value: Any) -> None:
+        try:
+            payload, buffers = codec.dumps(value, max_size=self.max_size)
+        except BaseException as exc:
+            self._send_error(call_id, exc)
+            return
+        self.channel.send(call_id, kind, payload, [b.raw() for b in buffers])
+
+    def _send_error(self, call_id: int, exc: BaseException) -> None:
+        _flush()
+        try:
+            from ..complete import _strip_own_frames
+
+            _strip_own_frames(exc)  # the program's frames only, as if the call had run locally
+            blob = codec.encode_exception(exc)
+        except BaseException as failure:
+            blob = codec.encode_exception(SandBoxError(f"{type(exc).__name__}: {exc} ({failure})"))
+        self.channel.send(call_id, ERROR, blob)
+
+    # -- coroutines -----------------------------------------------------------------------
+
+    def _ensure_loop(self) -> Any:
+        with self.lock:
+            if self.loop is not None:
+                return self.loop
+            import asyncio
+
+            self.loop = asyncio.new_event_loop()
+        ready = self.loop
+        self.start_new_thread(ready.run_forever, ())
+        return ready
+
+    def run_coroutine(self, coroutine: Any) -> Any:
+        import asyncio
+
+        return asyncio.run_coroutine_threadsafe(coroutine, self._ensure_loop()).result()
+
+    def _start_async(self, call_id: int, function: Any, args: Any, kwargs: Any) -> None:
+        import asyncio
+
+        loop = self._ensure_loop()
+        server = self
+
+        async def run() -> None:
+            try:
+                if _flags(function) & _CO_ASYNC_GENERATOR:
+                    agen = function(*args, **kwargs)
+                    try:
+                        async for item in agen:
+                            _flush()
+                            server._send_value(call_id, ITEM, item)
+                    finally:
+                        await agen.aclose()
+                    _flush()
+                    server.channel.send(call_id, END)
+                else:
+                    result = await function(*args, **kwargs)
+                    _flush()
+                    server._send_value(call_id, RESULT, result)
+            except asyncio.CancelledError:
+                pass
+            except BaseException as exc:
+                server._send_error(call_id, exc)
+            finally:
+                with server.lock:
+                    server.tasks.pop(call_id, None)
+                    server.cancelled.discard(call_id)
+
+        def start() -> None:
+            with server.lock:
+                if call_id in server.cancelled:
+                    server.cancelled.discard(call_id)
+                    return
+                server.tasks[call_id] = loop.create_task(run())
+
+        loop.call_soon_threadsafe(start)
+
+
+_CO_COROUTINE = 0x80
+_CO_ASYNC_GENERATOR = 0x200
+_GeneratorType = type(x for x in ())  # type: ignore[var-annotated]
+
+
+def _flags(function: Any) -> int:
+    """The code flags of a function (``inspect`` costs milliseconds to import)."""
+    code = getattr(function, "__code__", None)
+    return int(getattr(code, "co_flags", 0))
+
+
+def _flush() -> None:
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
+
+
+class _Libc:
+    """``killpg`` from libc, resolved before the guards (``os.killpg`` is the program's to ask)."""
+
+    killpg: Any = None
+
+
+def _prepare_end_group() -> None:
+    try:
+        import ctypes
+
+        _Libc.killpg = ctypes.CDLL(None, use_errno=True).killpg
+    except (ImportError, AttributeError, OSError):
+        _Libc.killpg = None
+
+
+def _end_group() -> None:
+    """Stop this child and every process it started (its process group), now."""
+    _flush()
+    try:
+        if _Libc.killpg is not None:
+            _Libc.killpg(os.getpgrp(), 9)
+    finally:
+        os._exit(0)
+
+
+def _async_exc_setter() -> Callable[[int, type[BaseException]], None] | None:
+    """``PyThreadState_SetAsyncExc``, resolved before the guards refuse native lookups."""
+    try:
+        import ctypes
+
+        function = ctypes.pythonapi.PyThreadState_SetAsyncExc
+        function.argtypes = (ctypes.c_ulong, ctypes.py_object)
+    except (ImportError, AttributeError, OSError):
+        return None
+
+    def set_async_exc(thread: int, exc_type: type[BaseException]) -> None:
+        function(thread, exc_type)
+
+    return set_async_exc

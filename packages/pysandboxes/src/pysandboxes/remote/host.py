@@ -1,0 +1,618 @@
+"""The host side of partial mode: start the child, send calls, take back checked results.
+
+One :class:`Child` per ``sandboxes()`` session. A reader thread receives every frame and hands
+it to the waiting call; calls from many threads (and coroutines) are in flight together.
+What the function writes on its stdout/stderr arrives through two pipes and is copied to the
+caller's ``sys.stdout``/``sys.stderr``; before a call returns, whatever the child wrote before
+answering is copied first, so output and results keep their order. A child that dies fails
+its calls with the reason; the next call starts a fresh one; repeated deaths stop restarting.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+import threading
+import time
+
+from ..errors import SandBoxError, SandBoxTimeoutError
+from . import codec
+from .channel import CALL, CANCEL, CLOSE, END, ERROR, FAILED, READY, SHUTDOWN, Channel, ChannelClosed
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Iterator, Sequence
+    from typing import Any
+
+    from .channel import Frame
+
+#: how long the child may take to start (it imports the program's modules)
+START_TIMEOUT = 60.0
+#: after a timeout, how long a cancelled call may take to stop before the child is killed
+CANCEL_GRACE = 2.0
+#: more deaths than this within RESTART_WINDOW seconds: stop restarting (fail closed)
+MAX_DEATHS = 5
+RESTART_WINDOW = 60.0
+
+_BOOT = "import sys; sys.path.insert(0, {root!r}); from pysandboxes.remote.child import main; main()"
+
+
+class _Pending:
+    """A call in flight: its frames arrive through ``put``; the caller waits on it."""
+
+    __slots__ = ("_lock", "frames", "loop_future", "watched")
+
+    def __init__(self) -> None:
+        import _thread
+
+        self.frames: list[Frame | BaseException] = []
+        self._lock = _thread.allocate_lock()
+        self._lock.acquire()
+        self.loop_future: Any = None
+        #: a timed-out call whose stop is being watched: not forgotten when its caller leaves
+        self.watched = False
+
+    def put(self, item: Frame | BaseException) -> None:
+        self.frames.append(item)
+        self.wake()
+        future = self.loop_future
+        if future is not None:
+            future.get_loop().call_soon_threadsafe(_wake, future)
+
+    def wake(self) -> None:
+        """Wake the waiting caller (a frame arrived, or it may now read the channel itself)."""
+        if self._lock.locked():
+            with contextlib.suppress(RuntimeError):
+                self._lock.release()
+
+    def wait(self, timeout: float | None) -> bool:
+        return self._lock.acquire(True, -1 if timeout is None else max(timeout, 0))
+
+    def take(self, timeout: float | None) -> Frame | BaseException | None:
+        while not self.frames:
+            if not self.wait(timeout):
+                return None
+        return self.frames.pop(0)
+
+
+def _wake(future: Any) -> None:
+    if not future.done():
+        future.set_result(None)
+
+
+class Child:
+    """A running sandbox child and its channel."""
+
+    def __init__(self, settings: dict[str, Any], policy: Any, provider: str) -> None:
+        self.settings = settings
+        self.policy = policy
+        self.provider = provider
+        self.mode = str(policy.remote_result_mode.value)
+        self.guard = bool(policy.remote_result_guard.value)
+        self.max_size = int(policy.remote_max_payload.value)
+        self.lock = threading.Lock()
+        self.output_lock = threading.Lock()
+        #: held by whoever reads the channel: a waiting caller itself (no thread hand-off on
+        #: the way back, the largest cost of a call), or the reader thread for coroutines
+        self.reader_lock = threading.Lock()
+        self.async_waiting = 0
+        self.async_wanted = threading.Condition(self.lock)
+        self.pending: dict[int, _Pending] = {}
+        self.next_id = 1
+        self.process: Any = None
+        self.channel: Any = None
+        self.pipes: list[tuple[int, Any]] = []
+        self.poller: Any = None
+        self.deaths: list[float] = []
+        self.failed: str | None = None
+        self.death: str | None = None
+
+    # -- life cycle -----------------------------------------------------------------------
+
+    def start(self) -> None:
+        import json
+        import socket
+        import subprocess
+
+        parent, child = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        handoff = os.memfd_create("pysandboxes-handoff", 0)
+        os.write(handoff, json.dumps(self.settings).encode())
+        os.lseek(handoff, 0, os.SEEK_SET)
+        out_r, out_w = os.pipe()
+        err_r, err_w = os.pipe()
+        env = dict(self.policy.environment)
+        env["PYSANDBOXES_CHILD"] = f"{child.fileno()},{handoff}"
+        root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+        try:
+            self.process = subprocess.Popen(
+                [sys.executable, "-E", "-s", "-c", _BOOT.format(root=root)],
+                pass_fds=(child.fileno(), handoff),
+                stdin=subprocess.DEVNULL,
+                stdout=out_w,
+                stderr=err_w,
+                env=env,
+                cwd=self.settings["cwd"],
+                start_new_session=True,
+            )
+        finally:
+            child.close()
+            os.close(handoff)
+            os.close(out_w)
+            os.close(err_w)
+        self.channel = Channel(parent, self.max_size)
+        self.pipes = [(out_r, "stdout"), (err_r, "stderr")]
+        import select
+
+        self.poller = select.poll()
+        for fd, _name in self.pipes:
+            os.set_blocking(fd, False)
+            self.poller.register(fd, select.POLLIN | select.POLLHUP)
+        threading.Thread(target=self._relay, name="pysandboxes-output", daemon=True).start()
+        ready = self._wait_ready()
+        threading.Thread(target=self._read_for_coroutines, name="pysandboxes-reader", daemon=True).start()
+        del ready
+
+    def _wait_ready(self) -> Frame:
+
+        import select
+
+        deadline = time.monotonic() + START_TIMEOUT
+        while True:
+            remaining = deadline - time.monotonic()
+            ready, _, _ = select.select([self.channel.fileno()], [], [], max(remaining, 0))
+            if not ready:
+                self._kill()
+                raise SandBoxError(f"the sandbox did not start within {START_TIMEOUT:.0f} s")
+            try:
+                frame = self.channel.recv()
+            except ChannelClosed:
+                status = self._reap()
+                self.drain_output()
+                raise SandBoxError(f"the sandbox could not start: it {status}") from None
+            if frame.kind == READY:
+                return frame  # type: ignore[no-any-return]
+            if frame.kind == FAILED:
+                message = bytes(frame.payload).decode("utf-8", "replace")
+                self._kill()
+                self.drain_output()
+                raise SandBoxError(f"the sandbox could not start: {message}")
+
+    def stop(self) -> None:
+        """End the child and every process it started."""
+
+        process = self.process
+        if process is None:
+            return
+        with contextlib.suppress(ChannelClosed, OSError):
+            self.channel.send(0, SHUTDOWN)
+        with contextlib.suppress(Exception):
+            process.wait(timeout=2)
+        self._kill()
+        self.drain_output()
+        self.channel.close()
+        self.process = None
+
+    def _kill(self) -> None:
+        import signal
+
+        process = self.process
+        if process is None:
+            return
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(process.pid, signal.SIGKILL)
+        with contextlib.suppress(Exception):
+            process.wait(timeout=5)
+
+    def _reap(self) -> str:
+        process = self.process
+        if process is None:
+            return "is not running"
+        try:
+            code = process.wait(timeout=5)
+        except Exception:
+            self._kill()
+            code = process.returncode
+        return _describe_exit(code)
+
+    # -- reading ----------------------------------------------------------------------------
+
+    def _dispatch(self, frame: Frame) -> None:
+        with self.lock:
+            pending = self.pending.get(frame.call_id)
+        if pending is not None:
+            pending.put(frame)
+
+    def _receive_one(self, timeout: float | None) -> bool:
+        """Read one frame (the reader lock is held) and hand it over. False: the child died."""
+        if timeout is not None:
+            import select
+
+            ready, _, _ = select.select([self.channel.fileno()], [], [], max(timeout, 0))
+            if not ready:
+                return True
+        try:
+            frame = self.channel.recv()
+        except ChannelClosed:
+            self._die(None)
+            return False
+        except SandBoxError as exc:  # a malformed frame: the child is not trusted
+            self._die(f"sent something the host refuses ({exc})")
+            return False
+        self._dispatch(frame)
+        return True
+
+    def _promote(self) -> None:
+        """The reader leaves: wake one waiting caller so that it reads next."""
+        with self.lock:
+            waiting = [p for p in self.pending.values() if not p.frames and p.loop_future is None]
+            if self.async_waiting:
+                self.async_wanted.notify()
+        if waiting:
+            waiting[0].wake()
+
+    def wait_frame(self, pending: _Pending, timeout: float | None) -> Frame | BaseException | None:
+        """The next frame of a call, reading the channel ourselves when nobody else does."""
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while True:
+            if pending.frames:
+                return pending.frames.pop(0)
+            remaining = None if deadline is None else deadline - time.monotonic()
+            if remaining is not None and remaining <= 0:
+                return None
+            if self.reader_lock.acquire(False):
+                try:
+                    while not pending.frames:
+                        remaining = None if deadline is None else deadline - time.monotonic()
+                        if remaining is not None and remaining <= 0:
+                            break
+                        if not self._receive_one(remaining):
+                            break
+                finally:
+                    self.reader_lock.release()
+                    self._promote()
+            else:
+                pending.wait(remaining)
+
+    def _read_for_coroutines(self) -> None:
+        """A thread that reads while coroutines wait (they cannot block their event loop)."""
+        while True:
+            with self.lock:
+                while self.async_waiting == 0:
+                    self.async_wanted.wait()
+                if self.process is None and self.death is not None:
+                    return
+            if not self.reader_lock.acquire(True, 0.05):
+                continue
+            try:
+                while True:
+                    with self.lock:
+                        if self.async_waiting == 0:
+                            break
+                    if not self._receive_one(0.05):
+                        break
+            finally:
+                self.reader_lock.release()
+                self._promote()
+
+    def _die(self, reason: str | None, *, count: bool = True) -> None:
+        """The child is gone (or must go): fail the calls in flight, once per child."""
+        with self.lock:
+            if self.death is not None:
+                return
+            self.death = "is stopping"
+        if reason is None:
+            reason = self._reap()
+        else:
+            self._kill()
+        self.drain_output()
+        with self.lock:
+            self.death = reason
+            if count:
+                self.deaths.append(time.monotonic())
+            pending = list(self.pending.values())
+            self.pending.clear()
+        for call in pending:
+            call.put(SandBoxError(f"the sandbox process died during the call: it {reason}"))
+        with self.lock:
+            self.async_wanted.notify_all()
+
+    # -- output -----------------------------------------------------------------------------
+
+    def _relay(self) -> None:
+        import select
+
+        fds = [fd for fd, _ in self.pipes]
+        open_fds = set(fds)
+        while open_fds:
+            try:
+                readable, _, _ = select.select(list(open_fds), [], [])
+            except (OSError, ValueError):
+                return
+            for fd in readable:
+                if not self._copy(fd):
+                    open_fds.discard(fd)
+
+    def drain_output(self) -> None:
+        """Copy what the child wrote so far (before answering a call) to the caller's streams."""
+        poller = self.poller
+        if poller is None:
+            for fd, _ in self.pipes:
+                self._copy(fd)
+            return
+        for fd, _events in poller.poll(0):
+            self._copy(fd)
+
+    def _copy(self, fd: int) -> bool:
+        with self.output_lock:
+            chunks: list[bytes] = []
+            while True:
+                try:
+                    data = os.read(fd, 65536)
+                except BlockingIOError:
+                    break
+                except OSError:
+                    return False
+                if not data:
+                    self._write(fd, b"".join(chunks))
+                    return False
+                chunks.append(data)
+            if chunks:
+                self._write(fd, b"".join(chunks))
+            return True
+
+    def _write(self, fd: int, data: bytes) -> None:
+        if not data:
+            return
+        stream = sys.stdout if fd == self.pipes[0][0] else sys.stderr
+        try:
+            stream.write(data.decode("utf-8", "replace"))
+            stream.flush()
+        except Exception:
+            pass
+
+    # -- calls ------------------------------------------------------------------------------
+
+    def ensure_running(self) -> None:
+        with self.lock:
+            alive = self.process is not None and self.death is None
+        if alive:
+            return
+        if self.failed is not None:
+            raise SandBoxError(self.failed)
+        now = time.monotonic()
+        recent = [t for t in self.deaths if now - t < RESTART_WINDOW]
+        if len(recent) >= MAX_DEATHS:
+            self.failed = (
+                f"the sandbox process died {len(recent)} times within {RESTART_WINDOW:.0f} s (last: it "
+                f"{self.death}); it is not restarted: end this sandboxes() block and start a new one"
+            )
+            raise SandBoxError(self.failed)
+        if self.process is not None:
+            self.channel.close()
+            self.process = None
+        with self.lock:
+            self.death = None
+        self.start()
+
+    def _open(self) -> tuple[int, _Pending]:
+        pending = _Pending()
+        with self.lock:
+            call_id = self.next_id
+            self.next_id += 1
+            self.pending[call_id] = pending
+        return call_id, pending
+
+    def _close(self, call_id: int) -> None:
+        with self.lock:
+            pending = self.pending.get(call_id)
+            if pending is not None and not pending.watched:
+                del self.pending[call_id]
+
+    def send_call(
+        self, key: tuple[str, str], args: Sequence[Any], kwargs: dict[str, Any]
+    ) -> tuple[int, _Pending]:
+
+        payload, buffers = codec.dumps((key, tuple(args), kwargs), max_size=self.max_size)
+        raw = [b.raw() for b in buffers]
+        for attempt in (1, 2):
+            self.ensure_running()
+            call_id, pending = self._open()
+            try:
+                self.channel.send(call_id, CALL, payload, raw)
+            except ChannelClosed:
+                # The child died between calls: the call never started, so it is safe to start
+                # a fresh child and send it again (once).
+                self._close(call_id)
+                self._die(None)
+                if attempt == 2:
+                    raise SandBoxError("the sandbox process is gone and could not be restarted") from None
+                continue
+            except BaseException:
+                self._close(call_id)
+                raise
+            return call_id, pending
+        raise AssertionError("unreachable")
+
+    def cancel(self, call_id: int, kind: int | None = None) -> None:
+
+        with contextlib.suppress(ChannelClosed, OSError):
+            self.channel.send(call_id, CANCEL if kind is None else kind)
+
+    def value_of(self, frame: Frame | BaseException) -> Any:
+        """The result a frame carries, checked by the result guard, or the exception raised."""
+
+        if isinstance(frame, BaseException):
+            raise frame
+        self.drain_output()
+        if frame.kind == ERROR:
+            raise codec.decode_exception(bytes(frame.payload))
+        return codec.loads_result(frame.payload, frame.buffers, mode=self.mode, guard=self.guard)
+
+    def call(
+        self, key: tuple[str, str], args: Sequence[Any], kwargs: dict[str, Any], timeout: float | None
+    ) -> Any:
+        call_id, pending = self.send_call(key, args, kwargs)
+        try:
+            frame = self.wait_frame(pending, timeout)
+            if frame is None:
+                self._timed_out(call_id, pending, key, timeout)
+            return self.value_of(frame)  # type: ignore[arg-type]
+        finally:
+            self._close(call_id)
+
+    def _timed_out(
+        self, call_id: int, pending: _Pending, key: tuple[str, str], timeout: float | None
+    ) -> None:
+
+        self.cancel(call_id)
+        # The caller gets its answer now; the call has CANCEL_GRACE seconds to stop, else the
+        # child is killed (with everything it started) and the next call starts a fresh one.
+        pending.watched = True  # kept until the watcher is done with it
+        with self.lock:
+            process = self.process
+        threading.Thread(target=self._watch_cancelled, args=(call_id, pending, process), daemon=True).start()
+        raise SandBoxTimeoutError(
+            f"{key[0]}.{key[1]}() did not finish within {timeout:g} s and was cancelled "
+            "(timeout= in the rule file, or @sandbox(timeout=...))"
+        )
+
+    def _watch_cancelled(self, call_id: int, pending: _Pending, process: Any) -> None:
+        try:
+            if self.wait_frame(pending, CANCEL_GRACE) is None and self.process is process:
+                self._die("was stopped: a call ignored its cancellation (timeout)", count=False)
+        finally:
+            with self.lock:
+                self.pending.pop(call_id, None)
+
+    def iterate(
+        self, key: tuple[str, str], args: Sequence[Any], kwargs: dict[str, Any], timeout: float | None
+    ) -> Iterator[Any]:
+
+        call_id, pending = self.send_call(key, args, kwargs)
+        finished = False
+        try:
+            while True:
+                frame = self.wait_frame(pending, timeout)
+                if frame is None:
+                    self._timed_out(call_id, pending, key, timeout)
+                if not isinstance(frame, BaseException) and frame.kind == END:  # type: ignore[union-attr]
+                    finished = True
+                    self.drain_output()
+                    return
+                try:
+                    value = self.value_of(frame)  # type: ignore[arg-type]
+                except BaseException:
+                    finished = True
+                    raise
+                yield value
+        finally:
+            if not finished:
+                self.cancel(call_id, CLOSE)
+            self._close(call_id)
+
+    async def call_async(
+        self, key: tuple[str, str], args: Sequence[Any], kwargs: dict[str, Any], timeout: float | None
+    ) -> Any:
+
+        call_id, pending = self.send_call(key, args, kwargs)
+        try:
+            frame = await self._next(pending, call_id, key, timeout)
+            return self.value_of(frame)
+        finally:
+            self._close(call_id)
+
+    async def _next(
+        self, pending: _Pending, call_id: int, key: tuple[str, str], timeout: float | None
+    ) -> Any:
+        import asyncio
+
+        while not pending.frames:
+            future = asyncio.get_running_loop().create_future()
+            pending.loop_future = future
+            if pending.frames:
+                pending.loop_future = None
+                break
+            with self.lock:
+                self.async_waiting += 1
+                self.async_wanted.notify()
+            try:
+                await asyncio.wait_for(future, timeout)
+            except TimeoutError:
+                self.cancel(call_id)
+                raise SandBoxTimeoutError(
+                    f"{key[0]}.{key[1]}() did not finish within {timeout:g} s and was cancelled"
+                ) from None
+            except asyncio.CancelledError:
+                self.cancel(call_id)
+                raise
+            finally:
+                pending.loop_future = None
+                with self.lock:
+                    self.async_waiting -= 1
+        return pending.take(0)
+
+    async def iterate_async(
+        self, key: tuple[str, str], args: Sequence[Any], kwargs: dict[str, Any], timeout: float | None
+    ) -> Any:
+
+        call_id, pending = self.send_call(key, args, kwargs)
+        finished = False
+        try:
+            while True:
+                frame = await self._next(pending, call_id, key, timeout)
+                if not isinstance(frame, BaseException) and frame.kind == END:
+                    finished = True
+                    self.drain_output()
+                    return
+                try:
+                    value = self.value_of(frame)
+                except BaseException:
+                    finished = True
+                    raise
+                yield value
+        finally:
+            if not finished:
+                self.cancel(call_id, CLOSE)
+            self._close(call_id)
+
+
+def _describe_exit(code: int | None) -> str:
+    import signal
+
+    if code is None:
+        return "did not exit"
+    if code < 0:
+        try:
+            name = signal.Signals(-code).name
+        except ValueError:
+            name = f"signal {-code}"
+        hint = " (out of memory?)" if -code == signal.SIGKILL else ""
+        return f"was killed by {name}{hint}"
+    return f"exited with status {code}"
+
+
+def host_settings(
+    *,
+    rule_file: str,
+    rules: Sequence[tuple[str, str]],
+    environ: dict[str, str],
+    cwd: str,
+    provider: str,
+    modules: Sequence[str],
+    main_file: str | None,
+    init_fn: tuple[str, str] | None,
+    want_asyncio: bool,
+) -> dict[str, Any]:
+    return {
+        "rule_file": rule_file,
+        "rules": [list(r) for r in rules],
+        "environ": environ,
+        "cwd": cwd,
+        "sys_path": [os.path.abspath(p) if p else cwd for p in sys.path],
+        "provider": provider,
+        "modules": list(modules),
+        "main_file": main_file,
+        "init_fn": list(init_fn) if init_fn else None,
+        "asyncio": want_asyncio,
+    }

@@ -1,0 +1,51 @@
+"""Which function a call names: filled when ``@sandbox`` decorates, in the host and the child.
+
+A function is found by ``(module, qualname)`` as registered at decoration time, not by
+``getattr`` on its module, so a framework decorator stacked on top (``@tool``, ``@mcp.tool``)
+does not hide it. In the child, a function of the host's ``__main__`` script is registered
+when the script is imported under another name (``__sb_main__``, like multiprocessing's
+``__mp_main__``): its ``if __name__ == "__main__":`` block does not run there.
+"""
+
+from __future__ import annotations
+
+import sys
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable
+    from typing import Any
+
+#: the module name the host's __main__ script gets in the child
+MAIN_ALIAS = "__sb_main__"
+
+_FUNCTIONS: dict[tuple[str, str], Callable[..., Any]] = {}
+
+
+def key_of(function: Callable[..., Any]) -> tuple[str, str]:
+    module = getattr(function, "__module__", None) or "__main__"
+    if module == MAIN_ALIAS:
+        module = "__main__"
+    return module, getattr(function, "__qualname__", getattr(function, "__name__", "?"))
+
+
+def register(function: Callable[..., Any]) -> tuple[str, str]:
+    key = key_of(function)
+    _FUNCTIONS[key] = function
+    return key
+
+
+def lookup(key: tuple[str, str]) -> Callable[..., Any] | None:
+    return _FUNCTIONS.get(key)
+
+
+def modules() -> list[str]:
+    """The modules holding registered functions (the host's ``__main__`` included)."""
+    return sorted({module for module, _ in _FUNCTIONS})
+
+
+def main_file() -> str | None:
+    """The host's ``__main__`` script, if it is a file the child can import."""
+    main = sys.modules.get("__main__")
+    path = getattr(main, "__file__", None)
+    return path if isinstance(path, str) and path.endswith(".py") else None
