@@ -34,6 +34,8 @@ if TYPE_CHECKING:
 
 HANDOFF_ENV = "PYSANDBOXES_CHILD"
 MAX_WORKERS = 64
+#: a call running this long with nobody listening: another worker takes the socket
+HAND_OVER = 0.002
 
 
 class CallCancelled(BaseException):
@@ -196,12 +198,15 @@ class _Server:
         self.policy = policy
         self.mode = str(policy.remote_result_mode.value)
         self.max_size = int(policy.remote_max_payload.value)
+        import threading
+
         self.lock = _thread.allocate_lock()
-        #: one worker at a time waits on the socket; the others wait on this lock (a message
-        #: wakes one thread, not every idle worker)
-        self.recv_lock = _thread.allocate_lock()
-        self.idle = 0
+        self.cond = threading.Condition(self.lock)
+        self.idle = 0  # workers waiting to listen
         self.workers = 0
+        self.busy = 0  # calls running in worker threads
+        self.listening = False  # a worker waits on the socket
+        self.started = 0.0  # when the last call started
         # Captured before the guards replace them: the sandbox's own threads are not the
         # program's (the API guard refuses threads to the program by default).
         self.start_new_thread = _thread.start_new_thread
@@ -222,14 +227,13 @@ class _Server:
 
     def start_threads(self) -> None:
         _prepare_end_group()
-        for _ in range(4):
+        for _ in range(2):
             self._spawn()
         self.start_new_thread(self._watch_host, ())
 
     def _spawn(self) -> None:
         with self.lock:
             self.workers += 1
-            self.idle += 1
         self.start_new_thread(self._work, ())
 
     def _watch_host(self) -> None:
@@ -244,35 +248,63 @@ class _Server:
                     _end_group()
 
     def serve(self) -> None:
-        """The main thread has nothing to do but wait (signals are delivered to it)."""
+        """The main thread supervises the pool (signals are delivered to it).
+
+        One worker at a time waits on the socket, and it keeps that role across quick calls:
+        handing it to another thread at every call costs more than the call. When a call has
+        run for :data:`HAND_OVER` seconds with nobody listening, another worker takes over, so
+        a slow call, a stream or a cancellation never waits behind it.
+        """
         import time
 
+        monotonic = time.monotonic
         while True:
-            time.sleep(3600)
+            time.sleep(HAND_OVER if self.busy else 0.05)
+            with self.cond:
+                if self.listening or not self.busy or monotonic() - self.started < HAND_OVER:
+                    continue
+                if self.idle:
+                    self.cond.notify()
+                    continue
+                spawn = self.workers < MAX_WORKERS
+            if spawn:
+                self._spawn()
 
     def _work(self) -> None:
+        import time
+
+        monotonic = time.monotonic
         while True:
+            with self.cond:
+                self.idle += 1
+                while self.listening:
+                    self.cond.wait()
+                self.idle -= 1
+                self.listening = True
+            frame = None
             try:
-                with self.recv_lock:
-                    frame = self.channel.recv()
+                frame = self.channel.recv()
             except ChannelClosed:
                 _end_group()
             except CallCancelled:  # a cancellation that arrived after its call ended
+                pass
+            finally:
+                with self.cond:
+                    self.listening = False
+                    if frame is not None and frame.kind == CALL:
+                        self.busy += 1
+                        self.started = monotonic()
+            if frame is None:
                 continue
             if frame.kind == CALL:
-                with self.lock:
-                    self.idle -= 1
-                    grow = self.idle == 0 and self.workers < MAX_WORKERS
-                if grow:
-                    self._spawn()
                 try:
                     self._call(frame)
                 except CallCancelled:  # stopped as asked: say so, the host stops waiting
                     with contextlib.suppress(ChannelClosed, OSError):
                         self.channel.send(frame.call_id, END)
                 finally:
-                    with self.lock:
-                        self.idle += 1
+                    with self.cond:
+                        self.busy -= 1  # this worker listens again next (no thread switch)
             elif frame.kind in (CANCEL, CLOSE):
                 self._cancel(frame.call_id)
             elif frame.kind == SHUTDOWN:
