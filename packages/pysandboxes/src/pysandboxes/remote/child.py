@@ -470,10 +470,16 @@ class _Libc:
 
 
 def _prepare_end_group() -> None:
+    """Resolve ``killpg``, and ask the kernel to kill this child when its host dies (a
+    backstop for the watchdog thread, which needs the GIL a runaway C call may hold)."""
     try:
         import ctypes
 
-        _Libc.killpg = ctypes.CDLL(None, use_errno=True).killpg
+        libc = ctypes.CDLL(None, use_errno=True)
+        _Libc.killpg = libc.killpg
+        libc.prctl(1, 9, 0, 0, 0)  # PR_SET_PDEATHSIG, SIGKILL
+        if os.getppid() == 1:  # the host died before the line above
+            os._exit(0)
     except (ImportError, AttributeError, OSError):
         _Libc.killpg = None
 

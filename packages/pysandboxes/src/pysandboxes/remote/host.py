@@ -22,7 +22,7 @@ from .channel import CALL, CANCEL, CLOSE, END, ERROR, FAILED, READY, SHUTDOWN, C
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Iterator, Sequence
+    from collections.abc import Callable, Iterator, Sequence
     from typing import Any
 
     from .channel import Frame
@@ -125,7 +125,8 @@ class Child:
         env["PYSANDBOXES_CHILD"] = f"{child.fileno()},{handoff}"
         root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
         try:
-            self.process = subprocess.Popen(
+            self.process = _in_spawner_thread(
+                subprocess.Popen,
                 [sys.executable, "-E", "-s", "-c", _BOOT.format(root=root)],
                 pass_fds=(child.fileno(), handoff),
                 stdin=subprocess.DEVNULL,
@@ -575,6 +576,41 @@ class Child:
             if not finished:
                 self.cancel(call_id, CLOSE)
             self._close(call_id)
+
+
+class _Spawner:
+    """One long-lived thread starts every child: the child asks the kernel to kill it when the
+    thread that started it ends (``PR_SET_PDEATHSIG`` follows the thread, not the process), so
+    that thread must live as long as the host."""
+
+    lock = threading.Lock()
+    jobs: Any = None
+
+
+def _in_spawner_thread(function: Callable[..., Any], *args: Any, **kwargs: Any) -> Any:
+    import queue
+
+    with _Spawner.lock:
+        if _Spawner.jobs is None:
+            _Spawner.jobs = queue.SimpleQueue()
+            threading.Thread(
+                target=_spawn_loop, args=(_Spawner.jobs,), name="pysandboxes-spawner", daemon=True
+            ).start()
+    answer: queue.SimpleQueue[tuple[bool, Any]] = queue.SimpleQueue()
+    _Spawner.jobs.put((function, args, kwargs, answer))
+    ok, value = answer.get()
+    if not ok:
+        raise value
+    return value
+
+
+def _spawn_loop(jobs: Any) -> None:
+    while True:
+        function, args, kwargs, answer = jobs.get()
+        try:
+            answer.put((True, function(*args, **kwargs)))
+        except BaseException as exc:
+            answer.put((False, exc))
 
 
 def _describe_exit(code: int | None) -> str:
