@@ -395,6 +395,11 @@ def run(command: CommandLine, policy: Policy, provider: str, program: Program) -
             for line in plan.describe():
                 debug(_LOGGER, "landlock: %s", line)
         confine(plan)
+    if provider != "none":
+        # The whole program is sandboxed: @sandbox calls are direct, sandboxes() a no-op.
+        from ._state import State
+
+        State.in_sandbox = True
     if install is not None:
         install()
     status = 0

@@ -20,6 +20,7 @@ import contextlib
 import os
 import sys
 
+from .._state import State as _State
 from ..errors import SandBoxError
 from . import codec
 from .channel import CALL, CANCEL, CLOSE, END, ERROR, ITEM, RESULT, SHUTDOWN, ChannelClosed
@@ -40,12 +41,6 @@ HAND_OVER = 0.002
 
 class CallCancelled(BaseException):
     """The host cancelled this call (timeout, or a generator closed early)."""
-
-
-class _State:
-    """Process-wide state of the child (the host process never sets any of it)."""
-
-    in_sandbox = False
 
 
 def in_sandbox() -> bool:

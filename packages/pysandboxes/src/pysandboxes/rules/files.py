@@ -119,6 +119,9 @@ def builtin_exposures() -> list[Exposure]:
     for p in {sys.prefix, sys.base_prefix, sys.exec_prefix, sys.base_exec_prefix}:
         candidates.append((p, python))
     candidates.append((os.path.dirname(os.__file__), python))
+    # The sandbox's own code (an editable install lives outside the interpreter's prefixes).
+    own = Origin(None, 0, BUILTIN, "<pysandboxes>")
+    candidates.append((os.path.dirname(os.path.dirname(os.path.abspath(__file__))), own))
     for p in ("/etc/ssl", "/etc/pki", "/etc/ca-certificates", "/usr/share/ca-certificates", "/usr/share/pki"):
         candidates.append((p, ca))
     seen: dict[str, Exposure] = {}

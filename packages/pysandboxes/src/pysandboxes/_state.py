@@ -1,0 +1,8 @@
+"""Process-wide facts shared by complete and partial mode (a module of its own: cheap)."""
+
+from __future__ import annotations
+
+
+class State:
+    #: this process runs sandboxed code: ``@sandbox`` calls are direct, ``sandboxes()`` a no-op
+    in_sandbox = False
