@@ -157,10 +157,12 @@ def _join(block: sandboxes) -> _Session:
             return session
         policy = load_policy(rule_file, extra_rules=rules, environ=block.envs, cwd=cwd, missing_file="learn")
         if policy.learning:
-            raise SandBoxError(
-                f"no rule file: {rule_file} does not exist, and learning a first one is not available "
-                "in this version; create one with `pysandboxes init`"
-            )
+            if policy.main_file is None:
+                raise SandBoxError(
+                    f"no rule file: {rule_file} does not exist, and learning a first one is not "
+                    "available in this version; create one with `pysandboxes init`"
+                )
+            raise SandBoxError("learning mode (learn=) is not available in this version; nothing was started")
         provider = providers.require(policy)
         timeout = policy.timeout.value
         child = None

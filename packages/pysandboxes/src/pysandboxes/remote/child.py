@@ -365,7 +365,7 @@ class _Server:
 
     def _send_value(self, call_id: int, kind: int, value: Any) -> None:
         try:
-            payload, buffers = codec.dumps(value, max_size=self.max_size)
+            payload, buffers = codec.dumps(value, max_size=self.max_size, direction="back from the sandbox")
         except BaseException as exc:
             self._send_error(call_id, exc)
             return
@@ -469,12 +469,15 @@ def _prepare_end_group() -> None:
     backstop for the watchdog thread, which needs the GIL a runaway C call may hold)."""
     try:
         import ctypes
+        import signal
 
         libc = ctypes.CDLL(None, use_errno=True)
         _Libc.killpg = libc.killpg
-        libc.prctl(1, 9, 0, 0, 0)  # PR_SET_PDEATHSIG, SIGKILL
+        # SIGTERM, not SIGKILL: its handler ends the processes this child started too.
+        signal.signal(signal.SIGTERM, lambda *_: _end_group())
+        libc.prctl(1, int(signal.SIGTERM), 0, 0, 0)  # PR_SET_PDEATHSIG
         if os.getppid() == 1:  # the host died before the line above
-            os._exit(0)
+            _end_group()
     except (ImportError, AttributeError, OSError):
         _Libc.killpg = None
 

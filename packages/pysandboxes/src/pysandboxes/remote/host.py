@@ -103,7 +103,8 @@ class Child:
         self.process: Any = None
         self.channel: Any = None
         self.pipes: list[tuple[int, Any]] = []
-        self.poller: Any = None
+        self.closed_fds: set[int] = set()
+        self.decoders: dict[int, Any] = {}
         self.deaths: list[float] = []
         self.failed: str | None = None
         self.death: str | None = None
@@ -127,7 +128,8 @@ class Child:
         try:
             self.process = _in_spawner_thread(
                 subprocess.Popen,
-                [sys.executable, "-E", "-s", "-c", _BOOT.format(root=root)],
+                # -u: what the function prints reaches the pipe at once, in the order written
+                [sys.executable, "-E", "-s", "-u", *_bytecode_options(), "-c", _BOOT.format(root=root)],
                 pass_fds=(child.fileno(), handoff),
                 stdin=subprocess.DEVNULL,
                 stdout=out_w,
@@ -143,12 +145,10 @@ class Child:
             os.close(err_w)
         self.channel = Channel(parent, self.max_size)
         self.pipes = [(out_r, "stdout"), (err_r, "stderr")]
-        import select
-
-        self.poller = select.poll()
+        self.closed_fds = set()
+        self.decoders = {}
         for fd, _name in self.pipes:
             os.set_blocking(fd, False)
-            self.poller.register(fd, select.POLLIN | select.POLLHUP)
         threading.Thread(target=self._relay, name="pysandboxes-output", daemon=True).start()
         ready = self._wait_ready()
         threading.Thread(target=self._read_for_coroutines, name="pysandboxes-reader", daemon=True).start()
@@ -323,8 +323,8 @@ class Child:
     def _relay(self) -> None:
         import select
 
-        fds = [fd for fd, _ in self.pipes]
-        open_fds = set(fds)
+        pipes = list(self.pipes)
+        open_fds = {fd for fd, _ in pipes}
         while open_fds:
             try:
                 readable, _, _ = select.select(list(open_fds), [], [])
@@ -335,39 +335,60 @@ class Child:
                     open_fds.discard(fd)
 
     def drain_output(self) -> None:
-        """Copy what the child wrote so far (before answering a call) to the caller's streams."""
-        poller = self.poller
-        if poller is None:
-            for fd, _ in self.pipes:
-                self._copy(fd)
-            return
-        for fd, _events in poller.poll(0):
-            self._copy(fd)
+        """Copy what the child wrote so far (before answering a call) to the caller's streams.
+
+        Taking the output lock first waits for a copy the relay thread has under way: what
+        the child wrote before it answered is on the caller's stream before the answer.
+        """
+        import select
+
+        with self.output_lock:
+            fds = [fd for fd, _ in self.pipes if fd not in self.closed_fds]
+            if not fds:
+                return
+            try:
+                readable, _, _ = select.select(fds, [], [], 0)
+            except (OSError, ValueError):
+                return
+            for fd in readable:
+                self._copy_locked(fd)
 
     def _copy(self, fd: int) -> bool:
         with self.output_lock:
-            chunks: list[bytes] = []
-            while True:
-                try:
-                    data = os.read(fd, 65536)
-                except BlockingIOError:
-                    break
-                except OSError:
-                    return False
-                if not data:
-                    self._write(fd, b"".join(chunks))
-                    return False
-                chunks.append(data)
-            if chunks:
-                self._write(fd, b"".join(chunks))
-            return True
+            return self._copy_locked(fd)
 
-    def _write(self, fd: int, data: bytes) -> None:
-        if not data:
+    def _copy_locked(self, fd: int) -> bool:
+        chunks: list[bytes] = []
+        while True:
+            try:
+                data = os.read(fd, 65536)
+            except BlockingIOError:
+                break
+            except OSError:
+                self.closed_fds.add(fd)
+                return False
+            if not data:
+                self._write(fd, b"".join(chunks), final=True)
+                self.closed_fds.add(fd)
+                os.close(fd)
+                return False
+            chunks.append(data)
+        if chunks:
+            self._write(fd, b"".join(chunks))
+        return True
+
+    def _write(self, fd: int, data: bytes, final: bool = False) -> None:
+        decoder = self.decoders.get(fd)
+        if decoder is None:
+            import codecs
+
+            decoder = self.decoders[fd] = codecs.getincrementaldecoder("utf-8")("replace")
+        text = decoder.decode(data, final)  # a character split across two reads stays whole
+        if not text:
             return
         stream = sys.stdout if fd == self.pipes[0][0] else sys.stderr
         try:
-            stream.write(data.decode("utf-8", "replace"))
+            stream.write(text)
             stream.flush()
         except Exception:
             pass
@@ -465,18 +486,18 @@ class Child:
     def _timed_out(
         self, call_id: int, pending: _Pending, key: tuple[str, str], timeout: float | None
     ) -> None:
+        self._cancel_and_watch(call_id, pending)
+        raise SandBoxTimeoutError(_timeout_message(key, timeout))
 
+    def _cancel_and_watch(self, call_id: int, pending: _Pending) -> None:
+        """Cancel in the child; the caller gets its answer now, the call has CANCEL_GRACE
+        seconds to stop, else the child is killed (with everything it started) and the next
+        call starts a fresh one."""
         self.cancel(call_id)
-        # The caller gets its answer now; the call has CANCEL_GRACE seconds to stop, else the
-        # child is killed (with everything it started) and the next call starts a fresh one.
         pending.watched = True  # kept until the watcher is done with it
         with self.lock:
             process = self.process
         threading.Thread(target=self._watch_cancelled, args=(call_id, pending, process), daemon=True).start()
-        raise SandBoxTimeoutError(
-            f"{key[0]}.{key[1]}() did not finish within {timeout:g} s and was cancelled "
-            "(timeout= in the rule file, or @sandbox(timeout=...))"
-        )
 
     def _watch_cancelled(self, call_id: int, pending: _Pending, process: Any) -> None:
         try:
@@ -540,10 +561,8 @@ class Child:
             try:
                 await asyncio.wait_for(future, timeout)
             except TimeoutError:
-                self.cancel(call_id)
-                raise SandBoxTimeoutError(
-                    f"{key[0]}.{key[1]}() did not finish within {timeout:g} s and was cancelled"
-                ) from None
+                self._cancel_and_watch(call_id, pending)
+                raise SandBoxTimeoutError(_timeout_message(key, timeout)) from None
             except asyncio.CancelledError:
                 self.cancel(call_id)
                 raise
@@ -576,6 +595,21 @@ class Child:
             if not finished:
                 self.cancel(call_id, CLOSE)
             self._close(call_id)
+
+
+def _bytecode_options() -> list[str]:
+    """The child (started with -E) writes bytecode where and when the host does."""
+    options = ["-B"] if sys.dont_write_bytecode else []
+    if sys.pycache_prefix:
+        options += ["-X", f"pycache_prefix={sys.pycache_prefix}"]
+    return options
+
+
+def _timeout_message(key: tuple[str, str], timeout: float | None) -> str:
+    return (
+        f"{key[0]}.{key[1]}() did not finish within {timeout:g} s and was cancelled "
+        "(timeout= in the rule file, or @sandbox(timeout=...))"
+    )
 
 
 class _Spawner:
