@@ -290,7 +290,7 @@ def sandbox(function: Callable[..., Any] | None = None, *, timeout: float | None
             try:
                 return await session.child.call_async(key, args, kwargs, limit(session))
             except BaseException as exc:
-                raise exc.with_traceback(_without_channel(exc.__traceback__))  # noqa: B904
+                raise _as_if_local(exc)  # noqa: B904 - the function's own exception
 
         wrapper = async_wrapper
     elif flags & _CO_GENERATOR:
@@ -314,7 +314,7 @@ def sandbox(function: Callable[..., Any] | None = None, *, timeout: float | None
             try:
                 return session.child.call(key, args, kwargs, limit(session))
             except BaseException as exc:
-                raise exc.with_traceback(_without_channel(exc.__traceback__))  # noqa: B904
+                raise _as_if_local(exc)  # noqa: B904 - the function's own exception
 
         wrapper = sync_wrapper
     wrapper.__sandbox_key__ = key
@@ -322,6 +322,12 @@ def sandbox(function: Callable[..., Any] | None = None, *, timeout: float | None
 
 
 _OWN = os.path.dirname(os.path.abspath(__file__)) + os.sep
+
+
+def _as_if_local(exc: BaseException) -> BaseException:
+    """The exception with the channel's frames taken out of its traceback. (The line that
+    raises it adds this decorator's frame back, as any decorator's frame appears.)"""
+    return exc.with_traceback(_without_channel(exc.__traceback__))
 
 
 def _without_channel(tb: Any) -> Any:

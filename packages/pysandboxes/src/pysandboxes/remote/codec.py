@@ -1331,6 +1331,14 @@ def _instantiate(
     return None
 
 
+def _without_columns(code: types.CodeType) -> types.CodeType:
+    """A location table with lines and no columns: the traceback shows the child's source
+    line and no carets (the template's columns have nothing to do with that line)."""
+    units = len(code.co_code) // 2
+    table = b"".join(bytes([0x80 | (13 << 3) | (min(8, units - i) - 1), 0]) for i in range(0, units, 8))
+    return code.replace(co_linetable=table)
+
+
 class _FrameFactory:
     """Real frame objects named after the child's frames, for real traceback objects.
 
@@ -1339,7 +1347,7 @@ class _FrameFactory:
     line when the host can read that file) as if they had run here.
     """
 
-    _template = compile("_getframe()", "<sandbox>", "eval")
+    _template = _without_columns(compile("_getframe()", "<sandbox>", "eval"))
 
     def __init__(self) -> None:
         self._globals = {
@@ -1356,7 +1364,7 @@ class _FrameFactory:
                 co_filename=self._safe_filename(filename), co_name=name, co_qualname=name, co_firstlineno=line
             )
             frame = eval(code, self._globals)
-            tb = types.TracebackType(tb, frame, -1, line)
+            tb = types.TracebackType(tb, frame, 0, line)
         return tb
 
     def _safe_filename(self, filename: str) -> str:
