@@ -11,7 +11,7 @@ STAMP := $(VENV)/.synced
 .PHONY: help demo test lint bench bootstrap clean
 
 help:
-	@echo "make demo   - run a program under its rules, then load, check and explain a rule file"
+	@echo "make demo   - a program under its rules, an agent's tools confined, then init, check, explain a rule file"
 	@echo "make test   - run the whole test suite"
 	@echo "make lint   - ruff and mypy"
 	@echo "make bench  - benchmarks, side by side with pysandboxes 0.7.0"

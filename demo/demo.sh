@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # `make demo`: a program run under its rule file (complete mode), the same program without
-# it, C code against the kernel boundary; then a rule file written, reviewed and explained, a
-# broken one reported, and a locked one refusing a rule added on the command line.
+# it, C code against the kernel boundary; an agent whose tools run confined (partial mode);
+# then a rule file written, reviewed and explained, a broken one reported, and a locked one
+# refusing a rule added on the command line.
 # Everything happens in a temporary directory (removed on exit); the only network used is
 # two TCP servers on 127.0.0.1, started and stopped here.
 set -euo pipefail
@@ -11,12 +12,17 @@ quick="$root/demo/quick"
 work="$(mktemp -d "${TMPDIR:-/tmp}/pysandboxes-demo.XXXXXX")"
 user_home="$HOME"
 server_pid=""
+# Importing demo/partial/tools.py caches its bytecode next to it (as python does, unless
+# PYTHONDONTWRITEBYTECODE is set): removed at the end unless it was there before.
+partial_cache="$root/demo/partial/__pycache__"
+[ -e "$partial_cache" ] && keep_partial_cache=1 || keep_partial_cache=""
 cleanup() {
     if [ -n "$server_pid" ]; then
         kill "$server_pid" 2>/dev/null || true
         wait "$server_pid" 2>/dev/null || true
     fi
     rm -rf "$work"
+    [ -n "$keep_partial_cache" ] || rm -rf "$partial_cache"
 }
 trap cleanup EXIT
 cd "$work"
@@ -88,11 +94,18 @@ else
     echo "(skipped: $landlock_missing)"
 fi
 
+step "4. Partial mode: the agent keeps its rights, the tools it calls are confined"
+echo "demo/partial/agent.py runs under plain python; only the @sandbox functions of tools.py run,"
+echo "in a child process, under demo/partial/.py-sandboxes, without its comments:"
+grep -v '^#' "$root/demo/partial/.py-sandboxes" | grep . | sed 's/^/    /'
+show "python $root/demo/partial/agent.py"
+"$bin/python" "$root/demo/partial/agent.py"
+
 # The rule-language tour runs with the user's own home again.
 unset REPORT_OUT REPORT_SERVICE_PORT DEMO_API_KEY
 export HOME="$user_home"
 
-step "4. pysandboxes init: the commented, deny-by-default template"
+step "5. pysandboxes init: the commented, deny-by-default template"
 "$bin/pysandboxes" init
 mkdir data output
 cat >> .py-sandboxes <<'RULES'
@@ -112,13 +125,13 @@ eval-namespace=closed
 RULES
 echo "(appended 12 rules for the demo program)"
 
-step "5. pysandboxes check: loads it, reviews risky rules"
+step "6. pysandboxes check: loads it, reviews risky rules"
 "$bin/pysandboxes" check
 
-step "6. pysandboxes explain: the effective policy, every rule with its file and line"
+step "7. pysandboxes explain: the effective policy, every rule with its file and line"
 DEMO_TOKEN=s3cret "$bin/pysandboxes" explain
 
-step "7. A broken rule file: every problem at once, with file and line, nothing loaded"
+step "8. A broken rule file: every problem at once, with file and line, nothing loaded"
 cat > broken.py-sandboxes <<'RULES'
 expose-ro=./missing-dir
 net=ALLOW|tcp|example.org|443
@@ -129,9 +142,9 @@ bwrap.shared-net=true
 RULES
 "$bin/pysandboxes" check broken.py-sandboxes || echo "(exit code $?)"
 
-step "8. The lock: learn=false refuses rules added on the command line"
+step "9. The lock: learn=false refuses rules added on the command line"
 echo "learn=false" >> .py-sandboxes
 "$bin/python-sb" --expose-ro=/etc app.py || echo "(exit code $?)"
 
 step "Done"
-echo "Next: docs/complete-mode.md, docs/security-model.md, docs/rules.md; \`make test\` runs the suite."
+echo "Next: docs/complete-mode.md, docs/partial-mode.md, docs/security-model.md, docs/rules.md; \`make test\` runs the suite."

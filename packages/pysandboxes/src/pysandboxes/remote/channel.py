@@ -61,7 +61,12 @@ class Channel:
     """Both ends use this class; ``send`` and ``recv`` may be called from many threads."""
 
     def __init__(self, sock: socket.socket, max_size: int = 1 << 30) -> None:
+        import threading
+
         self.sock = sock
+        # recvmsg(n) allocates n bytes at every call (an mmap for 128 KiB): each thread
+        # receives into a buffer of its own instead, and copies out what arrived.
+        self._buffers = threading.local()
         #: the largest frame accepted (``remote-max-payload``): the child is not trusted
         self.max_size = max_size
 
@@ -99,15 +104,39 @@ class Channel:
                 raise ChannelClosed("the other end of the sandbox channel is gone") from None
             raise
 
-    def recv(self) -> Frame:
+    def recv(self, spin: float = 0.0) -> Frame:
+        """The next frame. ``spin``: poll for that many seconds before sleeping in the kernel
+        (an answer usually comes within tens of microseconds, and waking a sleeping thread on
+        another CPU costs as much again)."""
+        if spin:
+            import time
+
+            end = time.perf_counter() + spin
+            while True:
+                frame = self._recv(socket.MSG_DONTWAIT)
+                if frame is not None or time.perf_counter() > end:
+                    break
+            if frame is not None:
+                return frame
+        frame = self._recv(0)
+        assert frame is not None
+        return frame
+
+    def _recv(self, flags: int) -> Frame | None:
+        buffer = getattr(self._buffers, "buffer", None)
+        if buffer is None:
+            buffer = self._buffers.buffer = bytearray(INLINE_MAX)
         try:
-            data, ancillary, _flags, _addr = self.sock.recvmsg(INLINE_MAX, socket.CMSG_SPACE(4))
+            size, ancillary, _flags, _addr = self.sock.recvmsg_into([buffer], socket.CMSG_SPACE(4), flags)
+        except BlockingIOError:
+            return None
         except (ConnectionResetError, OSError) as exc:
             if isinstance(exc, ConnectionResetError) or exc.errno in (104, 9):
                 raise ChannelClosed("the other end of the sandbox channel is gone") from None
             raise
-        if not data:
+        if not size:
             raise ChannelClosed("the other end of the sandbox channel is gone")
+        data = bytes(memoryview(buffer)[:size])
         try:
             call_id, kind, flags, count, length = _HEADER.unpack_from(data)
             offset = _HEADER.size

@@ -37,6 +37,8 @@ HANDOFF_ENV = "PYSANDBOXES_CHILD"
 MAX_WORKERS = 64
 #: a call running this long with nobody listening: another worker takes the socket
 HAND_OVER = 0.002
+#: after answering, a worker polls this long for the next call before sleeping
+SPIN = 60e-6
 
 
 class CallCancelled(BaseException):
@@ -269,6 +271,7 @@ class _Server:
         import time
 
         monotonic = time.monotonic
+        spin = False
         while True:
             with self.cond:
                 self.idle += 1
@@ -278,7 +281,8 @@ class _Server:
                 self.listening = True
             frame = None
             try:
-                frame = self.channel.recv()
+                # Back-to-back calls: poll a moment before sleeping in the kernel.
+                frame = self.channel.recv(SPIN if spin else 0.0)
             except ChannelClosed:
                 _end_group()
             except CallCancelled:  # a cancellation that arrived after its call ended
@@ -289,6 +293,7 @@ class _Server:
                     if frame is not None and frame.kind == CALL:
                         self.busy += 1
                         self.started = monotonic()
+            spin = False
             if frame is None:
                 continue
             if frame.kind == CALL:
@@ -300,6 +305,8 @@ class _Server:
                 finally:
                     with self.cond:
                         self.busy -= 1  # this worker listens again next (no thread switch)
+                spin = True
+                continue
             elif frame.kind in (CANCEL, CLOSE):
                 self._cancel(frame.call_id)
             elif frame.kind == SHUTDOWN:

@@ -27,6 +27,8 @@ if TYPE_CHECKING:
 
     from .channel import Frame
 
+#: a reading caller polls this long before sleeping (see Channel.recv)
+SPIN = 60e-6
 #: how long the child may take to start (it imports the program's modules)
 START_TIMEOUT = 60.0
 #: after a timeout, how long a cancelled call may take to stop before the child is killed
@@ -233,7 +235,7 @@ class Child:
             if not ready:
                 return True
         try:
-            frame = self.channel.recv()
+            frame = self.channel.recv(SPIN if timeout is None or timeout > SPIN else 0.0)
         except ChannelClosed:
             self._die(None)
             return False
