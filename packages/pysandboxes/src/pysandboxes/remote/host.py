@@ -28,7 +28,7 @@ if TYPE_CHECKING:
     from .channel import Frame
 
 #: a reading caller polls this long before sleeping (see Channel.recv)
-SPIN = 60e-6
+SPIN = 60e-6 if len(os.sched_getaffinity(0)) > 1 else 0.0  # one CPU: polling starves the peer
 #: how long the child may take to start (it imports the program's modules)
 START_TIMEOUT = 60.0
 #: after a timeout, how long a cancelled call may take to stop before the child is killed
