@@ -520,20 +520,27 @@ class Child:
                 frame = self.wait_frame(pending, timeout)
                 if frame is None:
                     self._timed_out(call_id, pending, key, timeout)
-                if not isinstance(frame, BaseException) and frame.kind == END:  # type: ignore[union-attr]
-                    finished = True
-                    self.drain_output()
+                finished, value = self._item_of(frame)  # type: ignore[arg-type]
+                if finished:
+                    if value is not None:
+                        raise value
                     return
-                try:
-                    value = self.value_of(frame)  # type: ignore[arg-type]
-                except BaseException:
-                    finished = True
-                    raise
                 yield value
         finally:
             if not finished:
                 self.cancel(call_id, CLOSE)
             self._close(call_id)
+
+    def _item_of(self, frame: Frame | BaseException) -> tuple[bool, Any]:
+        """``(False, item)``, or ``(True, None)`` at the end of a stream, or ``(True, error)``
+        when it ended with an error (the child's generator is over either way)."""
+        if not isinstance(frame, BaseException) and frame.kind == END:
+            self.drain_output()
+            return True, None
+        try:
+            return False, self.value_of(frame)
+        except BaseException as exc:
+            return True, exc
 
     async def call_async(
         self, key: tuple[str, str], args: Sequence[Any], kwargs: dict[str, Any], timeout: float | None
@@ -583,15 +590,11 @@ class Child:
         try:
             while True:
                 frame = await self._next(pending, call_id, key, timeout)
-                if not isinstance(frame, BaseException) and frame.kind == END:
-                    finished = True
-                    self.drain_output()
+                finished, value = self._item_of(frame)
+                if finished:
+                    if value is not None:
+                        raise value
                     return
-                try:
-                    value = self.value_of(frame)
-                except BaseException:
-                    finished = True
-                    raise
                 yield value
         finally:
             if not finished:
