@@ -132,7 +132,7 @@ def _caller_module() -> str | None:
 
 
 def _join(block: sandboxes) -> _Session:
-    from . import complete, providers
+    from . import providers
     from .rules import load_policy, locate
 
     cwd = os.getcwd()
@@ -186,7 +186,6 @@ def _join(block: sandboxes) -> _Session:
             )
             child = Child(settings, policy, provider)
             child.start()
-        del complete
         session = _Session(signature, child, provider, float(timeout) if timeout else None)  # type: ignore[arg-type]
         session.count = 1
         _Session.current = session
@@ -225,7 +224,7 @@ def _stop_at_exit() -> None:
 
 
 def _registry_has_coroutines(init_fn: Any) -> bool:
-    functions = [f for f in registry._FUNCTIONS.values()]
+    functions = registry.functions()
     if init_fn is not None:
         functions.append(init_fn)
     return any(_flags(f) & (_CO_COROUTINE | _CO_ASYNC_GENERATOR) for f in functions)

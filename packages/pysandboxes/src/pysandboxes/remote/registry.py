@@ -39,6 +39,10 @@ def lookup(key: tuple[str, str]) -> Callable[..., Any] | None:
     return _FUNCTIONS.get(key)
 
 
+def functions() -> list[Callable[..., Any]]:
+    return list(_FUNCTIONS.values())
+
+
 def modules() -> list[str]:
     """The modules holding registered functions (the host's ``__main__`` included)."""
     return sorted({module for module, _ in _FUNCTIONS})
