@@ -83,6 +83,50 @@ def _wake(future: Any) -> None:
         future.set_result(None)
 
 
+class _Output:
+    """The pipes carrying one child's stdout and stderr, and their text decoders."""
+
+    def __init__(self, pipes: list[tuple[int, str]]) -> None:
+        import codecs
+
+        self.pipes = pipes
+        self.ended: set[int] = set()  # end of file seen (closed by the relay thread)
+        self.decoders = {fd: codecs.getincrementaldecoder("utf-8")("replace") for fd, _ in pipes}
+        self.names = dict(pipes)
+        for fd, _name in pipes:
+            os.set_blocking(fd, False)
+
+    def copy(self, fd: int) -> bool:
+        """Copy what is readable now; False at end of file. The caller holds the output lock."""
+        if fd in self.ended:
+            return False
+        chunks: list[bytes] = []
+        alive = True
+        while True:
+            try:
+                data = os.read(fd, 65536)
+            except BlockingIOError:
+                break
+            except OSError:
+                alive = False
+                break
+            if not data:
+                alive = False
+                break
+            chunks.append(data)
+        text = self.decoders[fd].decode(
+            b"".join(chunks), not alive
+        )  # a character split across reads stays whole
+        if text:
+            stream = sys.stdout if self.names[fd] == "stdout" else sys.stderr
+            try:
+                stream.write(text)
+                stream.flush()
+            except Exception:
+                pass
+        return alive
+
+
 class Child:
     """A running sandbox child and its channel."""
 
@@ -104,9 +148,9 @@ class Child:
         self.next_id = 1
         self.process: Any = None
         self.channel: Any = None
-        self.pipes: list[tuple[int, Any]] = []
-        self.closed_fds: set[int] = set()
-        self.decoders: dict[int, Any] = {}
+        self.output: _Output | None = None
+        self.reader_started = False
+        self.stopped = False
         self.deaths: list[float] = []
         self.failed: str | None = None
         self.death: str | None = None
@@ -146,14 +190,12 @@ class Child:
             os.close(out_w)
             os.close(err_w)
         self.channel = Channel(parent, self.max_size)
-        self.pipes = [(out_r, "stdout"), (err_r, "stderr")]
-        self.closed_fds = set()
-        self.decoders = {}
-        for fd, _name in self.pipes:
-            os.set_blocking(fd, False)
-        threading.Thread(target=self._relay, name="pysandboxes-output", daemon=True).start()
+        output = self.output = _Output([(out_r, "stdout"), (err_r, "stderr")])
+        threading.Thread(target=self._relay, args=(output,), name="pysandboxes-output", daemon=True).start()
         ready = self._wait_ready()
-        threading.Thread(target=self._read_for_coroutines, name="pysandboxes-reader", daemon=True).start()
+        if not self.reader_started:  # one for the life of this session, across restarts
+            self.reader_started = True
+            threading.Thread(target=self._read_for_coroutines, name="pysandboxes-reader", daemon=True).start()
         del ready
 
     def _wait_ready(self) -> Frame:
@@ -184,6 +226,9 @@ class Child:
     def stop(self) -> None:
         """End the child and every process it started."""
 
+        with self.lock:
+            self.stopped = True
+            self.async_wanted.notify_all()
         process = self.process
         if process is None:
             return
@@ -281,10 +326,13 @@ class Child:
         """A thread that reads while coroutines wait (they cannot block their event loop)."""
         while True:
             with self.lock:
-                while self.async_waiting == 0:
+                while self.async_waiting == 0 and not self.stopped:
                     self.async_wanted.wait()
-                if self.process is None and self.death is not None:
+                if self.stopped:
                     return
+                if self.death is not None:  # the waiting coroutines are being told; a call restarts it
+                    self.async_wanted.wait(0.05)
+                    continue
             if not self.reader_lock.acquire(True, 0.05):
                 continue
             try:
@@ -322,19 +370,26 @@ class Child:
 
     # -- output -----------------------------------------------------------------------------
 
-    def _relay(self) -> None:
+    def _relay(self, output: _Output) -> None:
+        """Copy the child's output as it comes. This thread alone closes the pipes (at end of
+        file): a descriptor closed under another reader could be reused by the next child's
+        socket, and that reader would then block on it."""
         import select
 
-        pipes = list(self.pipes)
-        open_fds = {fd for fd, _ in pipes}
+        open_fds = [fd for fd, _name in output.pipes]
         while open_fds:
             try:
-                readable, _, _ = select.select(list(open_fds), [], [])
+                readable, _, _ = select.select(open_fds, [], [])
             except (OSError, ValueError):
-                return
+                break
             for fd in readable:
-                if not self._copy(fd):
-                    open_fds.discard(fd)
+                with self.output_lock:
+                    alive = output.copy(fd)
+                if not alive:
+                    open_fds.remove(fd)
+                    with self.output_lock:
+                        output.ended.add(fd)
+                        os.close(fd)
 
     def drain_output(self) -> None:
         """Copy what the child wrote so far (before answering a call) to the caller's streams.
@@ -344,8 +399,11 @@ class Child:
         """
         import select
 
+        output = self.output
+        if output is None:
+            return
         with self.output_lock:
-            fds = [fd for fd, _ in self.pipes if fd not in self.closed_fds]
+            fds = [fd for fd, _ in output.pipes if fd not in output.ended]
             if not fds:
                 return
             try:
@@ -353,47 +411,7 @@ class Child:
             except (OSError, ValueError):
                 return
             for fd in readable:
-                self._copy_locked(fd)
-
-    def _copy(self, fd: int) -> bool:
-        with self.output_lock:
-            return self._copy_locked(fd)
-
-    def _copy_locked(self, fd: int) -> bool:
-        chunks: list[bytes] = []
-        while True:
-            try:
-                data = os.read(fd, 65536)
-            except BlockingIOError:
-                break
-            except OSError:
-                self.closed_fds.add(fd)
-                return False
-            if not data:
-                self._write(fd, b"".join(chunks), final=True)
-                self.closed_fds.add(fd)
-                os.close(fd)
-                return False
-            chunks.append(data)
-        if chunks:
-            self._write(fd, b"".join(chunks))
-        return True
-
-    def _write(self, fd: int, data: bytes, final: bool = False) -> None:
-        decoder = self.decoders.get(fd)
-        if decoder is None:
-            import codecs
-
-            decoder = self.decoders[fd] = codecs.getincrementaldecoder("utf-8")("replace")
-        text = decoder.decode(data, final)  # a character split across two reads stays whole
-        if not text:
-            return
-        stream = sys.stdout if fd == self.pipes[0][0] else sys.stderr
-        try:
-            stream.write(text)
-            stream.flush()
-        except Exception:
-            pass
+                output.copy(fd)
 
     # -- calls ------------------------------------------------------------------------------
 
