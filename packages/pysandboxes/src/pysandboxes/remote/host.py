@@ -149,6 +149,7 @@ class Child:
         self.process: Any = None
         self.channel: Any = None
         self.output: _Output | None = None
+        self.start_lock = threading.Lock()
         self.reader_started = False
         self.stopped = False
         self.deaths: list[float] = []
@@ -420,22 +421,26 @@ class Child:
             alive = self.process is not None and self.death is None
         if alive:
             return
-        if self.failed is not None:
-            raise SandBoxError(self.failed)
-        now = time.monotonic()
-        recent = [t for t in self.deaths if now - t < RESTART_WINDOW]
-        if len(recent) >= MAX_DEATHS:
-            self.failed = (
-                f"the sandbox process died {len(recent)} times within {RESTART_WINDOW:.0f} s (last: it "
-                f"{self.death}); it is not restarted: end this sandboxes() block and start a new one"
-            )
-            raise SandBoxError(self.failed)
-        if self.process is not None:
-            self.channel.close()
-            self.process = None
-        with self.lock:
-            self.death = None
-        self.start()
+        with self.start_lock:  # callers of many threads meet a dead child: one restarts it
+            with self.lock:
+                if self.process is not None and self.death is None:
+                    return
+            if self.failed is not None:
+                raise SandBoxError(self.failed)
+            now = time.monotonic()
+            recent = [t for t in self.deaths if now - t < RESTART_WINDOW]
+            if len(recent) >= MAX_DEATHS:
+                self.failed = (
+                    f"the sandbox process died {len(recent)} times within {RESTART_WINDOW:.0f} s (last: it "
+                    f"{self.death}); it is not restarted: end this sandboxes() block and start a new one"
+                )
+                raise SandBoxError(self.failed)
+            if self.process is not None:
+                self.channel.close()
+                self.process = None
+            with self.lock:
+                self.death = None
+            self.start()
 
     def _open(self) -> tuple[int, _Pending]:
         pending = _Pending()
