@@ -677,3 +677,59 @@ def test_killing_the_host_ends_the_child(project: Project, provider: str) -> Non
 def test_killing_the_host_ends_what_the_child_started(project: Project) -> None:
     killed_host_project(project, "landlock", sleeper=True)
     assert project.ok("launcher.py") == ["host: -9", "child gone", "grandchild gone"]
+
+
+# -- deaths while many threads call --------------------------------------------------------
+
+RESTART_TOOLS = """
+import os, signal
+from pysandboxes import sandbox
+
+@sandbox
+def pid():
+    return os.getpid()
+
+@sandbox
+def die():
+    os.kill(os.getpid(), signal.SIGKILL)
+"""
+
+RESTART_HOST = """
+import threading
+from pysandboxes import sandboxes, SandBoxError
+import tools
+
+failures = set()
+
+def worker():
+    for _ in range(100):
+        try:
+            tools.pid()
+        except SandBoxError as exc:
+            failures.add(str(exc).split(":")[0])
+
+with sandboxes():
+    threads = [threading.Thread(target=worker) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for _ in range(3):
+        try:
+            tools.die()
+        except SandBoxError:
+            pass
+    for t in threads:
+        t.join()
+    print("answers after the deaths:", tools.pid() > 0)
+print("failures:", sorted(failures))
+"""
+
+
+def test_threads_calling_while_the_child_dies_restart_it_once_and_go_on(project: Project) -> None:
+    # A regression test: concurrent callers used to start several children at once and
+    # deadlock; calls in flight when the child dies fail with the death, the others go on.
+    project.rules("landlock", "python-import=os, signal", "python-api=ALLOW:process-control")
+    project.tools(RESTART_TOOLS)
+    project.host(RESTART_HOST)
+    lines = project.ok()
+    assert lines[0] == "answers after the deaths: True"
+    assert lines[1] in ("failures: []", "failures: ['the sandbox process died during the call']")

@@ -150,6 +150,7 @@ class Child:
         self.channel: Any = None
         self.output: _Output | None = None
         self.start_lock = threading.Lock()
+        self.death_reasons: list[str] = []
         self.reader_started = False
         self.stopped = False
         self.deaths: list[float] = []
@@ -191,6 +192,8 @@ class Child:
             os.close(out_w)
             os.close(err_w)
         self.channel = Channel(parent, self.max_size)
+        with self.lock:
+            self.death = None
         output = self.output = _Output([(out_r, "stdout"), (err_r, "stderr")])
         threading.Thread(target=self._relay, args=(output,), name="pysandboxes-output", daemon=True).start()
         ready = self._wait_ready()
@@ -274,19 +277,23 @@ class Child:
 
     def _receive_one(self, timeout: float | None) -> bool:
         """Read one frame (the reader lock is held) and hand it over. False: the child died."""
+        channel = self.channel
         if timeout is not None:
             import select
 
-            ready, _, _ = select.select([self.channel.fileno()], [], [], max(timeout, 0))
+            try:
+                ready, _, _ = select.select([channel.fileno()], [], [], max(timeout, 0))
+            except (OSError, ValueError):  # closed by a restart meanwhile
+                return False
             if not ready:
                 return True
         try:
-            frame = self.channel.recv(SPIN if timeout is None or timeout > SPIN else 0.0)
-        except ChannelClosed:
-            self._die(None)
+            frame = channel.recv(SPIN if timeout is None or timeout > SPIN else 0.0)
+        except (ChannelClosed, OSError):
+            self._die(None, channel=channel)
             return False
         except SandBoxError as exc:  # a malformed frame: the child is not trusted
-            self._die(f"sent something the host refuses ({exc})")
+            self._die(f"sent something the host refuses ({exc})", channel=channel)
             return False
         self._dispatch(frame)
         return True
@@ -347,9 +354,14 @@ class Child:
                 self.reader_lock.release()
                 self._promote()
 
-    def _die(self, reason: str | None, *, count: bool = True) -> None:
-        """The child is gone (or must go): fail the calls in flight, once per child."""
+    def _die(self, reason: str | None, *, count: bool = True, channel: Any = None) -> None:
+        """The child is gone (or must go): fail the calls in flight, once per child.
+
+        ``channel``: the channel the caller saw fail; if a restart has replaced it since,
+        the news is about a child already buried, and the new one is left alone."""
         with self.lock:
+            if channel is not None and channel is not self.channel:
+                return
             if self.death is not None:
                 return
             self.death = "is stopping"
@@ -362,6 +374,7 @@ class Child:
             self.death = reason
             if count:
                 self.deaths.append(time.monotonic())
+                self.death_reasons.append(reason)
             pending = list(self.pending.values())
             self.pending.clear()
         for call in pending:
@@ -435,12 +448,10 @@ class Child:
                     f"{self.death}); it is not restarted: end this sandboxes() block and start a new one"
                 )
                 raise SandBoxError(self.failed)
-            if self.process is not None:
-                self.channel.close()
-                self.process = None
-            with self.lock:
-                self.death = None
-            self.start()
+            old = self.channel
+            self.start()  # the new channel is in place, then the child counts as alive
+            if old is not None:
+                old.close()  # a reader still on it learns nothing it could take for the new child
 
     def _open(self) -> tuple[int, _Pending]:
         pending = _Pending()
@@ -465,13 +476,14 @@ class Child:
         for attempt in (1, 2):
             self.ensure_running()
             call_id, pending = self._open()
+            channel = self.channel
             try:
-                self.channel.send(call_id, CALL, payload, raw)
+                channel.send(call_id, CALL, payload, raw)
             except ChannelClosed:
                 # The child died between calls: the call never started, so it is safe to start
                 # a fresh child and send it again (once).
                 self._close(call_id)
-                self._die(None)
+                self._die(None, channel=channel)
                 if attempt == 2:
                     raise SandBoxError("the sandbox process is gone and could not be restarted") from None
                 continue
