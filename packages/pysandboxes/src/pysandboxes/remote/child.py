@@ -268,6 +268,12 @@ class _Server:
                 self._spawn()
 
     def _work(self) -> None:
+        try:
+            self._work_loop()
+        except ChannelClosed:  # the host is gone (an answer could not be sent)
+            _end_group()
+
+    def _work_loop(self) -> None:
         import time
 
         monotonic = time.monotonic

@@ -191,30 +191,32 @@ class Child:
             os.close(handoff)
             os.close(out_w)
             os.close(err_w)
-        self.channel = Channel(parent, self.max_size)
-        with self.lock:
-            self.death = None
+        channel = Channel(parent, self.max_size)
         output = self.output = _Output([(out_r, "stdout"), (err_r, "stderr")])
         threading.Thread(target=self._relay, args=(output,), name="pysandboxes-output", daemon=True).start()
-        ready = self._wait_ready()
+        # Published only once READY is read: a caller still reading for the previous child
+        # must not take the new child's READY.
+        ready = self._wait_ready(channel)
+        with self.lock:
+            self.channel = channel
+            self.death = None
         if not self.reader_started:  # one for the life of this session, across restarts
             self.reader_started = True
             threading.Thread(target=self._read_for_coroutines, name="pysandboxes-reader", daemon=True).start()
         del ready
 
-    def _wait_ready(self) -> Frame:
-
+    def _wait_ready(self, channel: Channel) -> Frame:
         import select
 
         deadline = time.monotonic() + START_TIMEOUT
         while True:
             remaining = deadline - time.monotonic()
-            ready, _, _ = select.select([self.channel.fileno()], [], [], max(remaining, 0))
+            ready, _, _ = select.select([channel.fileno()], [], [], max(remaining, 0))
             if not ready:
                 self._kill()
                 raise SandBoxError(f"the sandbox did not start within {START_TIMEOUT:.0f} s")
             try:
-                frame = self.channel.recv()
+                frame = channel.recv()
             except ChannelClosed:
                 status = self._reap()
                 self.drain_output()
