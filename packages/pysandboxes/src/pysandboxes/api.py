@@ -23,9 +23,11 @@ import os
 import sys
 import threading
 
+from ._frames import without_own_frames
 from .errors import SandBoxError
 from .remote import registry
 from .remote.child import in_sandbox
+from .remote.registry import CO_ASYNC_GENERATOR, CO_COROUTINE, CO_GENERATOR, code_flags
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -33,10 +35,6 @@ if TYPE_CHECKING:
     from typing import Any
 
 __all__ = ["is_in_sandbox", "run", "sandbox", "sandboxes"]
-
-_CO_GENERATOR = 0x20
-_CO_COROUTINE = 0x80
-_CO_ASYNC_GENERATOR = 0x200
 
 
 def is_in_sandbox() -> bool:
@@ -227,11 +225,7 @@ def _registry_has_coroutines(init_fn: Any) -> bool:
     functions = registry.functions()
     if init_fn is not None:
         functions.append(init_fn)
-    return any(_flags(f) & (_CO_COROUTINE | _CO_ASYNC_GENERATOR) for f in functions)
-
-
-def _flags(function: Any) -> int:
-    return int(getattr(getattr(function, "__code__", None), "co_flags", 0))
+    return any(code_flags(f) & (CO_COROUTINE | CO_ASYNC_GENERATOR) for f in functions)
 
 
 # -- the decorator -----------------------------------------------------------------------------
@@ -249,7 +243,7 @@ def sandbox(function: Callable[..., Any] | None = None, *, timeout: float | None
     if not callable(function):
         raise TypeError(f"@sandbox decorates a function, not {type(function).__name__}")
     key = registry.register(function)
-    flags = _flags(function)
+    flags = code_flags(function)
 
     def session_for() -> _Session | None:
         if in_sandbox():
@@ -266,7 +260,7 @@ def sandbox(function: Callable[..., Any] | None = None, *, timeout: float | None
     def limit(session: _Session) -> float | None:
         return timeout if timeout is not None else session.timeout
 
-    if flags & _CO_ASYNC_GENERATOR:
+    if flags & CO_ASYNC_GENERATOR:
 
         @functools.wraps(function)
         async def async_gen_wrapper(*args: Any, **kwargs: Any) -> Any:
@@ -279,7 +273,7 @@ def sandbox(function: Callable[..., Any] | None = None, *, timeout: float | None
                 yield item
 
         wrapper: Any = async_gen_wrapper
-    elif flags & _CO_COROUTINE:
+    elif flags & CO_COROUTINE:
 
         @functools.wraps(function)
         async def async_wrapper(*args: Any, **kwargs: Any) -> Any:
@@ -292,7 +286,7 @@ def sandbox(function: Callable[..., Any] | None = None, *, timeout: float | None
                 raise _as_if_local(exc)  # noqa: B904 - the function's own exception
 
         wrapper = async_wrapper
-    elif flags & _CO_GENERATOR:
+    elif flags & CO_GENERATOR:
 
         @functools.wraps(function)
         def gen_wrapper(*args: Any, **kwargs: Any) -> Any:
@@ -320,26 +314,11 @@ def sandbox(function: Callable[..., Any] | None = None, *, timeout: float | None
     return wrapper
 
 
-_OWN = os.path.dirname(os.path.abspath(__file__)) + os.sep
-
-
 def _as_if_local(exc: BaseException) -> BaseException:
-    """The exception with the channel's frames taken out of its traceback. (The line that
-    raises it adds this decorator's frame back, as any decorator's frame appears.)"""
-    return exc.with_traceback(_without_channel(exc.__traceback__))
-
-
-def _without_channel(tb: Any) -> Any:
-    """The traceback without the sandbox's own frames (the channel, the host): what is left
-    are the caller's frames and, after them, the sandboxed function's, as if it ran here."""
-    kept = []
-    while tb is not None:
-        if not tb.tb_frame.f_code.co_filename.startswith(_OWN):
-            kept.append(tb)
-        tb = tb.tb_next
-    for entry, following in zip(kept, [*kept[1:], None][: len(kept)], strict=True):
-        entry.tb_next = following
-    return kept[0] if kept else None
+    """The exception without the channel's frames: the caller's frames, then the sandboxed
+    function's, as if it ran here. (The line that raises it adds this decorator's frame
+    back, as any decorator's frame appears.)"""
+    return exc.with_traceback(without_own_frames(exc.__traceback__))
 
 
 def run(

@@ -12,6 +12,7 @@ from __future__ import annotations
 import os
 import sys
 
+from ._frames import strip_own_frames
 from ._log import debug, debug_enabled
 from .cli.cpython_args import COMMAND, MODULE, REPL, SCRIPT, STDIN, CommandLine
 from .errors import ProviderError, RuleSyntaxError, SandBoxError
@@ -243,34 +244,6 @@ def _fresh_main(program: Program) -> dict[str, Any]:
     return module.__dict__
 
 
-_PACKAGE_DIR = os.path.dirname(os.path.abspath(__file__)) + os.sep
-
-
-def _strip_own_frames(exc: BaseException) -> Any:
-    """The traceback CPython would show: without the sandbox's own frames, in the exception
-    and in every exception chained to it (a refusal shown as the cause of another error)."""
-    seen: set[int] = set()
-    pending: list[BaseException | None] = [exc]
-    while pending:
-        current = pending.pop()
-        if current is None or id(current) in seen:
-            continue
-        seen.add(id(current))
-        kept = []
-        tb = current.__traceback__
-        while tb is not None:
-            if not tb.tb_frame.f_code.co_filename.startswith(_PACKAGE_DIR):
-                kept.append(tb)
-            tb = tb.tb_next
-        for entry, following in zip(kept, [*kept[1:], None][: len(kept)], strict=True):
-            entry.tb_next = following
-        current.__traceback__ = kept[0] if kept else None  # the display reads this one
-        pending += [current.__cause__, current.__context__]
-        if isinstance(current, BaseExceptionGroup):
-            pending += list(current.exceptions)
-    return exc.__traceback__
-
-
 def _execute(program: Program, namespace: dict[str, Any]) -> None:
     if program.run_module is not None:
         import runpy
@@ -410,12 +383,12 @@ def run(command: CommandLine, policy: Policy, provider: str, program: Program) -
         status = _exit_status(exc)
         inspect = False
     except KeyboardInterrupt as exc:
-        sys.excepthook(type(exc), exc, _strip_own_frames(exc))
+        sys.excepthook(type(exc), exc, strip_own_frames(exc))
         _signal.signal(_signal.SIGINT, _signal.SIG_DFL)
         raise_signal(_signal.SIGINT)
         return 130
     except BaseException as exc:
-        sys.excepthook(type(exc), exc, _strip_own_frames(exc))
+        sys.excepthook(type(exc), exc, strip_own_frames(exc))
         status = 1
     if inspect:
         where = f"python-sb: under the rules of {policy.main_file} (os-sandbox={provider})"

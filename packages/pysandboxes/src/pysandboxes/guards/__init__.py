@@ -26,7 +26,7 @@ from ._seal import SEALED_GLOBALS, frozen_get, seal
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Callable, Iterable
+    from collections.abc import Callable, Iterable, Mapping
     from typing import Any
 
 __all__ = ["arm"]
@@ -108,7 +108,8 @@ def prepare(
     library = import_guard.library_prefixes()
     files = file_guard.build(policy, program_files=program_files, metadata_dirs=program_dirs)
     import_check, import_handlers = import_guard.build(policy, extra_imports)
-    refuse, api_handlers = api_guard.build(policy, library, allow_dynamic=interactive)
+    denied = api_guard.decisions(policy)
+    refuse, api_handlers = api_guard.build(policy, library, denied, allow_dynamic=interactive)
     table: dict[str, Callable[[tuple[Any, ...]], None]] = {}
     table.update(files.handlers)
     net_handlers, judge_listen = net_guard.build(policy, files.check)
@@ -135,7 +136,7 @@ def prepare(
         if _Armed.policy is not None:
             raise SandBoxError("the sandbox's guards are already armed in this process")
         _install_wrappers(
-            policy,
+            denied,
             files.check,
             import_check,
             refuse,
@@ -155,7 +156,7 @@ def prepare(
 
 
 def _install_wrappers(
-    policy: Policy,
+    denied: Mapping[str, str],
     check_file: Callable[..., None],
     check_import: Callable[[tuple[Any, ...]], None],
     refuse: Callable[[str], None],
@@ -177,7 +178,6 @@ def _install_wrappers(
 
     importlib._bootstrap._find_and_load = import_guard.find_and_load_wrapper(check_import)  # type: ignore[attr-defined]
 
-    denied = api_guard.decisions(policy)
     patches: list[tuple[str, Callable[[Any], None]]] = []
     for module_name, attribute, function in api_guard.WRAPPED:
         if function in denied:

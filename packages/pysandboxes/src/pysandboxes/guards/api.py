@@ -20,7 +20,7 @@ from ._seal import frozen_get, seal
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Callable
+    from collections.abc import Callable, Mapping
     from typing import Any
 
 #: audit event -> the registry function it stands for
@@ -228,9 +228,15 @@ def decisions(policy: Policy) -> MappingProxyType[str, str]:
 
 
 def build(
-    policy: Policy, library: tuple[str, ...], *, allow_dynamic: bool = False
+    policy: Policy,
+    library: tuple[str, ...],
+    denied: Mapping[str, str] | None = None,
+    *,
+    allow_dynamic: bool = False,
 ) -> tuple[Callable[[str], None], dict[str, Callable[[tuple[Any, ...]], None]]]:
-    denied = decisions(policy)
+    """``denied``: :func:`decisions` of ``policy`` when the caller has them already."""
+    if denied is None:
+        denied = decisions(policy)
     refuse = seal(
         _refuse,
         _denied=frozen_get(dict(denied)),

@@ -20,11 +20,12 @@ import contextlib
 import os
 import sys
 
+from .._frames import strip_own_frames
 from .._state import State as _State
 from ..errors import SandBoxError
 from . import codec
 from .channel import CALL, CANCEL, CLOSE, END, ERROR, ITEM, RESULT, SHUTDOWN, ChannelClosed
-from .registry import lookup
+from .registry import CO_ASYNC_GENERATOR, CO_COROUTINE, code_flags, lookup
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -339,7 +340,7 @@ class _Server:
         except BaseException as exc:
             self._send_error(call_id, exc)
             return
-        if _flags(function) & (_CO_COROUTINE | _CO_ASYNC_GENERATOR):
+        if code_flags(function) & (CO_COROUTINE | CO_ASYNC_GENERATOR):
             self._start_async(call_id, function, args, kwargs)
             return
         with self.lock:
@@ -387,9 +388,7 @@ class _Server:
     def _send_error(self, call_id: int, exc: BaseException) -> None:
         _flush()
         try:
-            from ..complete import _strip_own_frames
-
-            _strip_own_frames(exc)  # the program's frames only, as if the call had run locally
+            strip_own_frames(exc)  # the program's frames only, as if the call had run locally
             blob = codec.encode_exception(exc)
         except BaseException as failure:
             blob = codec.encode_exception(SandBoxError(f"{type(exc).__name__}: {exc} ({failure})"))
@@ -421,7 +420,7 @@ class _Server:
 
         async def run() -> None:
             try:
-                if _flags(function) & _CO_ASYNC_GENERATOR:
+                if code_flags(function) & CO_ASYNC_GENERATOR:
                     agen = function(*args, **kwargs)
                     try:
                         async for item in agen:
@@ -454,15 +453,7 @@ class _Server:
         loop.call_soon_threadsafe(start)
 
 
-_CO_COROUTINE = 0x80
-_CO_ASYNC_GENERATOR = 0x200
 _GeneratorType = type(x for x in ())  # type: ignore[var-annotated]
-
-
-def _flags(function: Any) -> int:
-    """The code flags of a function (``inspect`` costs milliseconds to import)."""
-    code = getattr(function, "__code__", None)
-    return int(getattr(code, "co_flags", 0))
 
 
 def _flush() -> None:

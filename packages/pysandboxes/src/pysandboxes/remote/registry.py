@@ -16,10 +16,19 @@ if TYPE_CHECKING:
     from collections.abc import Callable
     from typing import Any
 
+#: code flags telling how a function is called (``inspect`` costs milliseconds to import)
+CO_GENERATOR = 0x20
+CO_COROUTINE = 0x80
+CO_ASYNC_GENERATOR = 0x200
+
 #: the module name the host's __main__ script gets in the child
 MAIN_ALIAS = "__sb_main__"
 
 _FUNCTIONS: dict[tuple[str, str], Callable[..., Any]] = {}
+
+
+def code_flags(function: Callable[..., Any]) -> int:
+    return int(getattr(getattr(function, "__code__", None), "co_flags", 0))
 
 
 def key_of(function: Callable[..., Any]) -> tuple[str, str]:
