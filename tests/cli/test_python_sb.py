@@ -70,9 +70,12 @@ def test_a_valid_program_runs_under_its_rules(project: Path) -> None:
     )
 
 
-def test_a_missing_rule_file_runs_nothing(project: Path) -> None:
-    (project / "app.py").write_text("open('ran', 'w').close()\n")
+def test_a_missing_rule_file_learns_a_first_one(project: Path) -> None:
+    (project / "app.py").write_text("import json\nopen('ran', 'w').close()\n")
     result = python_sb("app.py", cwd=project)
-    assert result.returncode == 2
-    assert "no rule file" in result.stderr
-    assert not (project / "ran").exists()
+    assert result.returncode == 0, result.stderr
+    assert "LEARNING MODE" in result.stderr
+    assert (project / "ran").exists()
+    learned = (project / ".py-sandboxes").read_text()
+    assert "\nexpose-rw=.\n" in learned and "\npython-import=json\n" in learned
+    assert python_sb("app.py", cwd=project).returncode == 0  # the learned file is in force

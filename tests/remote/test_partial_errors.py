@@ -441,27 +441,6 @@ def test_unpicklable_argument(project: Project, provider: str) -> None:
 # -- rule files ------------------------------------------------------------------------------
 
 
-def test_missing_rule_file(project: Project) -> None:
-    project.tools(ECHO_TOOLS)
-    project.host(
-        """
-        from pysandboxes import sandboxes
-        from pysandboxes.errors import SandBoxError
-        import tools
-
-        try:
-            with sandboxes():
-                tools.echo(1)
-        except SandBoxError as e:
-            print(type(e).__name__, e)
-        """
-    )
-    assert project.ok() == [
-        f"SandBoxError no rule file: {project.root}/.py-sandboxes does not exist, and learning a first one "
-        "is not available in this version; create one with `pysandboxes init`"
-    ]
-
-
 def test_broken_rule_file(project: Project, provider: str) -> None:
     project.rules(provider, "expose-ro=./nowhere")
     project.tools(ECHO_TOOLS)
@@ -482,33 +461,3 @@ def test_broken_rule_file(project: Project, provider: str) -> None:
         f"RuleSyntaxError .py-sandboxes(2): 'expose-ro=./nowhere': '{project.root}/nowhere' does not exist; "
         "create it, or remove the rule"
     ]
-
-
-LEARN_HOST = """
-from pysandboxes import sandboxes
-from pysandboxes.errors import SandBoxError
-import tools
-
-try:
-    with sandboxes(learn=True):
-        tools.echo(1)
-except SandBoxError as e:
-    print(type(e).__name__, e)
-"""
-
-
-def test_learning_is_refused(project: Project, provider: str) -> None:
-    project.rules(provider)
-    project.tools(ECHO_TOOLS)
-    project.host(LEARN_HOST)
-    (line,) = project.ok()
-    assert line.startswith("SandBoxError "), line
-
-
-def test_learning_refusal_does_not_claim_the_file_is_missing(project: Project) -> None:
-    project.rules("landlock")
-    project.tools(ECHO_TOOLS)
-    project.host(LEARN_HOST)
-    (line,) = project.ok()
-    assert "does not exist" not in line, line
-    assert "learn" in line, line

@@ -57,6 +57,7 @@ class _Session:
         self.provider = provider
         self.timeout = timeout
         self.count = 0
+        self.learning: Any = None  # learning mode: writes the rules when the child stops
 
 
 class sandboxes:
@@ -154,14 +155,14 @@ def _join(block: sandboxes) -> _Session:
             session.count += 1
             return session
         policy = load_policy(rule_file, extra_rules=rules, environ=block.envs, cwd=cwd, missing_file="learn")
-        if policy.learning:
-            if policy.main_file is None:
-                raise SandBoxError(
-                    f"no rule file: {rule_file} does not exist, and learning a first one is not "
-                    "available in this version; create one with `pysandboxes init`"
-                )
-            raise SandBoxError("learning mode (learn=) is not available in this version; nothing was started")
-        provider = providers.require(policy)
+        learning = None
+        if policy.learning:  # no OS boundary: the child records instead of refusing
+            from .learning import PartialLearning
+
+            learning = PartialLearning(policy, block.envs)
+            provider = "subprocess"
+        else:
+            provider = providers.require(policy)
         timeout = policy.timeout.value
         child = None
         if provider != "none":
@@ -181,10 +182,19 @@ def _join(block: sandboxes) -> _Session:
                 main_file=registry.main_file(),
                 init_fn=init_key,
                 want_asyncio=_registry_has_coroutines(block.init_fn),
+                learn_journal=learning.journal if learning is not None else None,
             )
             child = Child(settings, policy, provider)
-            child.start()
+            if learning is not None:
+                child.learner = learning.recorder
+            try:
+                child.start()
+            except BaseException:
+                if learning is not None:
+                    learning.finish()
+                raise
         session = _Session(signature, child, provider, float(timeout) if timeout else None)  # type: ignore[arg-type]
+        session.learning = learning
         session.count = 1
         _Session.current = session
         _register_exit()
@@ -198,8 +208,16 @@ def _leave(session: _Session) -> None:
             return
         if _Session.current is session:
             _Session.current = None
-    if session.child is not None:
-        session.child.stop()
+    _stop(session)
+
+
+def _stop(session: _Session) -> None:
+    try:
+        if session.child is not None:
+            session.child.stop()
+    finally:
+        if session.learning is not None:
+            session.learning.finish()
 
 
 _EXIT_REGISTERED: list[bool] = []
@@ -217,8 +235,8 @@ def _register_exit() -> None:
 def _stop_at_exit() -> None:
     session = _Session.current
     _Session.current = None
-    if session is not None and session.child is not None:
-        session.child.stop()
+    if session is not None:
+        _stop(session)
 
 
 def _registry_has_coroutines(init_fn: Any) -> bool:

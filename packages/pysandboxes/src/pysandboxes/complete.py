@@ -87,15 +87,6 @@ def load(command: CommandLine, environ: Mapping[str, str], cwd: str) -> Policy:
     if command.learn_requested or command.learn_file:
         rules.append(("learn", command.learn_file or path))
     policy = load_policy(path, extra_rules=rules, environ=environ, cwd=cwd, missing_file="learn")
-    if policy.learning:
-        if policy.main_file is None:
-            raise Exit(
-                2,
-                f"python-sb: no rule file: {path} does not exist, and learning a first one "
-                "is not available in this version.\nCreate one with `pysandboxes init "
-                f"{os.path.dirname(path) or '.'}`, then add the rules the program needs.",
-            )
-        raise Exit(2, "python-sb: learning mode (--learn) is not available in this version; nothing was run.")
     if policy.net.hostnames:
         policy = policy.pin_hostnames(_resolve)
     return policy
@@ -313,11 +304,19 @@ def _exit_status(exc: SystemExit) -> int:
     return 1
 
 
+#: ``os-sandbox`` of a learning run: the Python layer records, no OS boundary
+LEARNING = "learning"
+
+
+class _Captured:
+    raise_signal: Any = None
+
+
 def run(command: CommandLine, policy: Policy, provider: str, program: Program) -> int:
     """Arm and run. From here on the program's code is under the rules."""
     import _signal  # type: ignore[import-not-found]
 
-    raise_signal = _signal.raise_signal  # captured before the API guard wraps it
+    _Captured.raise_signal = _signal.raise_signal  # captured before the API guard wraps it
     flags = command.flags  # -u, -B, -W… were applied by the interpreter itself (see _EMULATED)
     sys.argv[:] = program.argv
     if sys.path and not flags.safe_path:
@@ -349,6 +348,12 @@ def run(command: CommandLine, policy: Policy, provider: str, program: Program) -
         provider,
     )
     install = None
+    learning = None
+    if provider == LEARNING:
+        from .learning import Session, banner
+
+        learning = Session(policy, os.environ)
+        sys.stderr.write(banner(policy.learn_target or ""))
     if provider != "none" and policy.py_sandbox.value is not False:
         from .guards import prepare
 
@@ -358,8 +363,11 @@ def run(command: CommandLine, policy: Policy, provider: str, program: Program) -
             program_dirs=[program.path0, *program.search_dirs] if program.path0 else program.search_dirs,
             extra_imports=_program_modules(program),
             interactive=inspect,
+            learner=learning.recorder if learning is not None else None,
         )
-    _apply_environment(policy)
+    _apply_environment(policy, keep_host=learning is not None)
+    if learning is not None:
+        learning.start()
     if provider == "landlock":
         from .providers.landlock import confine, plan_for
 
@@ -375,6 +383,27 @@ def run(command: CommandLine, policy: Policy, provider: str, program: Program) -
         State.in_sandbox = True
     if install is not None:
         install()
+    try:
+        return _run_armed(command, policy, provider, program, namespace, inspect, console, shell_app, learning)
+    finally:
+        if learning is not None:
+            learning.finish()
+
+
+def _run_armed(
+    command: CommandLine,
+    policy: Policy,
+    provider: str,
+    program: Program,
+    namespace: dict[str, Any],
+    inspect: bool,
+    console: Any,
+    shell_app: Any,
+    learning: Any,
+) -> int:
+    import _signal  # type: ignore[import-not-found]
+
+    flags = command.flags
     status = 0
     try:
         if program.code is not None or program.run_module is not None:
@@ -384,8 +413,10 @@ def run(command: CommandLine, policy: Policy, provider: str, program: Program) -
         inspect = False
     except KeyboardInterrupt as exc:
         sys.excepthook(type(exc), exc, strip_own_frames(exc))
+        if learning is not None:
+            learning.finish()  # before the signal ends the process
         _signal.signal(_signal.SIGINT, _signal.SIG_DFL)
-        raise_signal(_signal.SIGINT)
+        _Captured.raise_signal(_signal.SIGINT)
         return 130
     except BaseException as exc:
         sys.excepthook(type(exc), exc, strip_own_frames(exc))
@@ -408,8 +439,13 @@ def _program_modules(program: Program) -> tuple[str, ...]:
     return ()
 
 
-def _apply_environment(policy: Policy) -> None:
-    """The program starts with the ``env=`` result only (and ``TERM``, for terminals)."""
+def _apply_environment(policy: Policy, *, keep_host: bool = False) -> None:
+    """The program starts with the ``env=`` result only (and ``TERM``, for terminals).
+    Learning mode (``keep_host``): the host's environment, with the ``env=`` result on top."""
+    if keep_host:
+        for name, value in policy.environment.items():
+            os.environ[name] = value
+        return
     wanted = dict(policy.environment)
     term = os.environ.get("TERM")
     if term is not None and "TERM" not in wanted:
@@ -448,6 +484,8 @@ def exec_fresh_interpreter(
         k: v for k, v in os.environ.items() if k.startswith(("PYTHON", "LC_")) or k in ("LANG", "LANGUAGE")
     }
     environment.pop("PYTHONINSPECT", None)
+    if policy.learning:  # learning: the host's environment (see run())
+        environment = dict(os.environ)
     environment.update(policy.environment)
     if "TERM" in os.environ and "TERM" not in environment:
         environment["TERM"] = os.environ["TERM"]

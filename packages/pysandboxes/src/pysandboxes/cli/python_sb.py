@@ -54,7 +54,7 @@ def main(
         policy = complete.load(command, host_environ, here)
         # The program runs below this frame: it must not find the host's variables in it.
         host_environ.clear()
-        provider = providers.require(policy)
+        provider = complete.LEARNING if policy.learning else providers.require(policy)
         if not fresh and complete.needs_fresh_interpreter(command, policy, provider):
             complete.exec_fresh_interpreter(args, command, policy, here, ipython=ipython)
         program = complete.Program(command, here, ipython=ipython)

@@ -29,6 +29,8 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Iterable, Mapping
     from typing import Any
 
+    from ..learning.recorder import Recorder
+
 __all__ = ["arm"]
 
 
@@ -54,6 +56,19 @@ def _note(refusal, _lock=None, _modules_get=None, _name="", _type=None):  # type
                 logger.info("refused: %s: %s", _type(refusal).__name__, refusal)
         finally:
             _lock.release()
+
+
+def _learning(check: Callable[[Any], None], learner: Recorder) -> Callable[[Any], None]:
+    """``check`` whose import and API refusals are recorded instead of raised."""
+
+    def learning(argument: Any) -> None:
+        try:
+            check(argument)
+        except SandBoxError as refusal:
+            if not learner.refusal(refusal):
+                raise
+
+    return learning
 
 
 def _on_setattr(args, _type=None, _function=None, _sealed=None, _Refused=None):  # type: ignore[no-untyped-def]
@@ -99,21 +114,40 @@ def prepare(
     program_dirs: Iterable[str] = (),
     extra_imports: Iterable[str] = (),
     interactive: bool = False,
+    learner: Recorder | None = None,
 ) -> Callable[[], None]:
     """Build the guards (their messages, decision tables) now; the returned function installs
     them. Complete mode builds them before the environment is filtered (messages show rule
-    files as ``~/…`` with the host's HOME) and installs them after the OS confinement."""
+    files as ``~/…`` with the host's HOME) and installs them after the OS confinement.
+
+    ``learner``: learning mode. A refusal a rule can lift is recorded there and the access
+    allowed; the others (ignore=, the rule files, net=DENY, raw sockets) still refuse."""
     if _Armed.policy is not None:
         raise SandBoxError("the sandbox's guards are already armed in this process")
     library = import_guard.library_prefixes()
-    files = file_guard.build(policy, program_files=program_files, metadata_dirs=program_dirs)
+    files = file_guard.build(
+        policy,
+        program_files=program_files,
+        metadata_dirs=program_dirs,
+        learn=learner.file if learner is not None else None,
+    )
     import_check, import_handlers = import_guard.build(policy, extra_imports)
     denied = api_guard.decisions(policy)
     refuse, api_handlers = api_guard.build(policy, library, denied, allow_dynamic=interactive)
     table: dict[str, Callable[[tuple[Any, ...]], None]] = {}
     table.update(files.handlers)
-    net_handlers, judge_listen = net_guard.build(policy, files.check)
+    net_handlers, judge_listen = net_guard.build(
+        policy,
+        files.check,
+        learn=learner.connection if learner is not None else None,
+        learn_lookup=learner.lookup if learner is not None else None,
+    )
     table.update(net_handlers)
+    if learner is not None:  # imports and sensitive calls: recorded where they are refused
+        import_handlers = {event: _learning(h, learner) for event, h in import_handlers.items()}
+        api_handlers = {event: _learning(h, learner) for event, h in api_handlers.items()}
+        import_check = _learning(import_check, learner)
+        refuse = _learning(refuse, learner)
     table.update(import_handlers)
     table.update(api_handlers)
     protect = seal(
@@ -144,6 +178,7 @@ def prepare(
             files.sqlite_authorizer,
             library,
             allow_dynamic=interactive,
+            learning=learner is not None,
         )
         sys.addaudithook(hook)
         _Armed.policy = policy
@@ -165,6 +200,7 @@ def _install_wrappers(
     library: tuple[str, ...],
     *,
     allow_dynamic: bool = False,
+    learning: bool = False,
 ) -> None:
     import os
     import posix
@@ -181,7 +217,7 @@ def _install_wrappers(
     patches: list[tuple[str, Callable[[Any], None]]] = []
     for module_name, attribute, function in api_guard.WRAPPED:
         if function in denied:
-            patches.append((module_name, _refusing_patch(attribute, function, refuse)))
+            patches.append((module_name, _refusing_patch(attribute, function, refuse, learning)))
     patches.append(("socket", _listen_patch(judge_listen)))
     patches.append(("sqlite3", _sqlite_patch(sqlite_authorizer)))
     pending: dict[str, list[Callable[[Any], None]]] = {}
@@ -213,16 +249,34 @@ def _set(module: Any, attribute: str, value: Any) -> None:
         debug("pysandboxes.guards", "cannot wrap %s.%s", module.__name__, attribute)
 
 
-def _refusing_patch(attribute: str, function: str, refuse: Callable[[str], None]) -> Callable[[Any], None]:
+def _refusing_patch(
+    attribute: str, function: str, refuse: Callable[[str], None], learning: bool = False
+) -> Callable[[Any], None]:
     category = CATEGORY_OF.get(function, "")
 
-    def refused(*args: Any, **kwargs: Any) -> Any:
-        refuse(function)  # raises: only denied functions are replaced
-        raise RuleApiPermissionError(api_guard.refusal_message(function, category), function, category)
+    def patch(module: Any) -> None:
+        original = _get(module, attribute) if learning else None
 
-    refused.__name__ = attribute.rpartition(".")[2]
-    refused.__qualname__ = attribute
-    return lambda module: _set(module, attribute, refused)
+        def refused(*args: Any, **kwargs: Any) -> Any:
+            refuse(function)  # raises: only denied functions are replaced
+            if original is not None:  # learning mode: recorded, and the call goes on
+                return original(*args, **kwargs)
+            raise RuleApiPermissionError(api_guard.refusal_message(function, category), function, category)
+
+        refused.__name__ = attribute.rpartition(".")[2]
+        refused.__qualname__ = attribute
+        _set(module, attribute, refused)
+
+    return patch
+
+
+def _get(module: Any, attribute: str) -> Any:
+    owner: Any = module
+    for part in attribute.split("."):
+        owner = getattr(owner, part, None)
+        if owner is None:
+            return None
+    return owner
 
 
 def _listen_patch(judge_listen: Callable[[Any], None]) -> Callable[[Any], None]:

@@ -145,8 +145,10 @@ def _check(  # type: ignore[no-untyped-def]
     _NotFound=None,
     _OSError=None,
     _fspath=None,
+    _learn=None,
 ):
-    """Allow silently, or raise the refusal that names the rule to add or the rule that refused."""
+    """Allow silently, or raise the refusal that names the rule to add or the rule that refused.
+    Learning mode (``_learn``): a refusal a rule can lift is recorded and the access allowed."""
     kind = _type(path)
     if kind is not _str:
         if kind is _bytes or _bytes in kind.__mro__:
@@ -180,6 +182,8 @@ def _check(  # type: ignore[no-untyped-def]
     if volatile:
         volatile, refusal, message = _decide(path, write, follow, metadata)
     if refusal is not None:
+        if _learn is not None and _learn(path, write, message):
+            return
         raise refusal(message, path)
 
 
@@ -278,10 +282,15 @@ def _sqlite_authorize(  # type: ignore[no-untyped-def]
 
 
 def build(
-    policy: Policy, *, program_files: Iterable[str] = (), metadata_dirs: Iterable[str] = ()
+    policy: Policy,
+    *,
+    program_files: Iterable[str] = (),
+    metadata_dirs: Iterable[str] = (),
+    learn: Callable[[str, bool, str], bool] | None = None,
 ) -> FileGuard:
     """``metadata_dirs``: directories whose own metadata (``stat``) is readable without a rule
-    (the program's directory: the import system stats it to keep its directory cache)."""
+    (the program's directory: the import system stats it to keep its directory cache).
+    ``learn(path, write, message) -> bool``: learning mode's recorder (True: allow)."""
     fp = policy.files_policy
     exposures: dict[str, tuple[str, bool, str]] = {}
     for e in fp.exposures:
@@ -322,6 +331,7 @@ def build(
         _NotFound=RuleFileNotFoundError,
         _OSError=OSError,
         _fspath=posix.fspath,
+        _learn=learn,
     )
     on_read = seal(_on_read, _check=check)
     sqlite_path = seal(_sqlite_path, _str=str, _type=type, _int=int, _chr=chr, _ValueError=ValueError)

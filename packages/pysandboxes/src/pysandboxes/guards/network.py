@@ -70,6 +70,7 @@ def _judge(  # type: ignore[no-untyped-def]
     _Refused=None,
     _str=None,
     _type=None,
+    _learn=None,
 ):
     if _type(host) is not _str:
         host = _str.__str__(host) if _str in _type(host).__mro__ else _str(host)
@@ -91,6 +92,8 @@ def _judge(  # type: ignore[no-untyped-def]
     for address in addresses:
         parsed = _parse(address)
         if parsed is None:
+            if _learn is not None and _learn(host, port, protocol, direction):
+                return
             raise _Refused(
                 f"Connection to '{host}' DENIED: no net= rule names it, so it is never resolved.\n"
                 f"Add `net=ALLOW|{protocol}|{host}|{port}|{direction.upper()}` to allow it."
@@ -100,6 +103,8 @@ def _judge(  # type: ignore[no-untyped-def]
         verb = "Connection to" if direction == "out" else "Listening on"
         rule = _decide(version, value, port, protocol, direction)
         if rule is None:
+            if _learn is not None and _learn(host, port, protocol, direction):
+                continue
             raise _Refused(
                 f"{verb} {target} DENIED by implicit default policy\n"
                 f"Add `net=ALLOW|{protocol}|{address}|{port}|{direction.upper()}` to allow it."
@@ -151,7 +156,7 @@ def _on_address(  # type: ignore[no-untyped-def]
     _judge(host, port, protocol, _direction)
 
 
-def _on_lookup(args, _pinned=None, _parse=None, _Refused=None, _str=None, _bytes=None, _type=None):  # type: ignore[no-untyped-def]
+def _on_lookup(args, _pinned=None, _parse=None, _Refused=None, _str=None, _bytes=None, _type=None, _learn=None):  # type: ignore[no-untyped-def]
     host = args[0]
     if host is None:
         return
@@ -161,6 +166,8 @@ def _on_lookup(args, _pinned=None, _parse=None, _Refused=None, _str=None, _bytes
         host = _str(host)
     name = host.lower().rstrip(".")
     if name == "" or name == "localhost" or name in _pinned or _parse(host) is not None:
+        return
+    if _learn is not None and _learn(name, args[1]):
         return
     raise _Refused(
         f"Resolution of '{host}' DENIED: no net= rule names it, so it is never looked up.\n"
@@ -193,7 +200,9 @@ def _network(net: Any) -> tuple[int, int, int]:
     return (net.version, int(net.network_address) & mask, mask)
 
 
-def decider(policy: Policy) -> tuple[Callable[..., Any], Callable[..., Any], Callable[..., None]]:
+def decider(
+    policy: Policy, learn: Callable[..., bool] | None = None
+) -> tuple[Callable[..., Any], Callable[..., Any], Callable[..., None]]:
     """The sealed ``(parse, decide, judge)`` functions of ``policy``'s ``net=`` rules.
 
     ``parse(text) -> (version, int) | None``; ``decide(version, int, port, protocol,
@@ -230,6 +239,7 @@ def decider(policy: Policy) -> tuple[Callable[..., Any], Callable[..., Any], Cal
         _Refused=RuleSocketConnectionRefusedError,
         _str=str,
         _type=type,
+        _learn=learn,
     )
     return parse, decide, judge
 
@@ -244,11 +254,15 @@ def _judge_listen(  # type: ignore[no-untyped-def]
 
 
 def build(
-    policy: Policy, check_file: Callable[..., None]
+    policy: Policy,
+    check_file: Callable[..., None],
+    learn: Callable[..., bool] | None = None,
+    learn_lookup: Callable[..., bool] | None = None,
 ) -> tuple[dict[str, Callable[[tuple[Any, ...]], None]], Callable[[Any], None]]:
     """The sealed handlers of the network guard (audit event -> handler(args)), and the
-    judge of ``listen()`` (which raises no event)."""
-    parse, _decide_fn, judge = decider(policy)
+    judge of ``listen()`` (which raises no event). Learning mode: ``learn(host, port,
+    protocol, direction)`` and ``learn_lookup(name, port)`` record and return True to allow."""
+    parse, _decide_fn, judge = decider(policy, learn)
     pinned = _pinned(policy)
     common: dict[str, object] = {
         "_judge": judge,
@@ -273,6 +287,7 @@ def build(
         _str=str,
         _bytes=bytes,
         _type=type,
+        _learn=learn_lookup,
     )
     judge_listen = seal(
         _judge_listen,

@@ -89,9 +89,11 @@ def _boot(channel: Channel, handoff: dict[str, Any]) -> _Server:
         cwd=handoff["cwd"],
         missing_file="learn",
     )
+    learner = None
+    if policy.learning:  # no OS boundary, the host's environment, facts streamed to the host
+        learner = _learner(handoff)
+        os.environ.update(environ)
     environ.clear()
-    if policy.learning:
-        raise SandBoxError("learning mode is not available in this version; nothing was started")
     if policy.net.hostnames:
         policy = policy.pin_hostnames(complete._resolve)
     provider = handoff["provider"]
@@ -110,9 +112,19 @@ def _boot(channel: Channel, handoff: dict[str, Any]) -> _Server:
     if policy.py_sandbox.value is not False:
         from ..guards import prepare
 
-        install = prepare(policy, program_files=program_files, extra_imports=_top_levels(handoff["modules"]))
-    complete._apply_environment(policy)
-    if provider == "landlock":
+        install = prepare(
+            policy,
+            program_files=program_files,
+            extra_imports=_top_levels(handoff["modules"]),
+            learner=learner,
+        )
+    complete._apply_environment(policy, keep_host=learner is not None)
+    if learner is not None:
+        from ..learning.recorder import record_environment, record_resolutions
+
+        record_environment(learner)
+        record_resolutions(learner)
+    if provider == "landlock" and learner is None:
         from ..providers.landlock import confine, plan_for
 
         confine(plan_for(policy, program_files=program_files))
@@ -139,6 +151,26 @@ def _boot(channel: Channel, handoff: dict[str, Any]) -> _Server:
 
     channel.send(0, READY, str(os.getpid()).encode())
     return server
+
+
+def _learner(handoff: dict[str, Any]) -> Any:
+    """Learning mode's recorder: each new fact is appended at once to the host's journal (one
+    JSON line), so a child that dies mid-call loses nothing."""
+    import json
+
+    from ..learning.recorder import Recorder
+
+    journal = handoff.get("learn_journal")
+    if not journal:
+        raise SandBoxError("learning mode needs the host's journal; nothing was started")
+    fd = os.open(journal, os.O_WRONLY | os.O_APPEND | os.O_CLOEXEC)
+    dumps = json.dumps
+    write = os.write
+
+    def append(fact: tuple[Any, ...]) -> None:
+        write(fd, (dumps(fact) + "\n").encode())
+
+    return Recorder(journal=append)
 
 
 def _top_levels(modules: list[str]) -> list[str]:

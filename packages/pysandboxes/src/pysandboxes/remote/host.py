@@ -137,6 +137,8 @@ class Child:
         self.mode = str(policy.remote_result_mode.value)
         self.guard = bool(policy.remote_result_guard.value)
         self.max_size = int(policy.remote_max_payload.value)
+        #: learning mode: facts recorded here (the child sends objects-mode results)
+        self.learner: Any = None
         self.lock = threading.Lock()
         self.output_lock = threading.Lock()
         #: held by whoever reads the channel: a waiting caller itself (no thread hand-off on
@@ -508,6 +510,12 @@ class Child:
         self.drain_output()
         if frame.kind == ERROR:
             raise codec.decode_exception(bytes(frame.payload))
+        if self.learner is not None and self.mode != codec.OBJECTS:
+            try:
+                return codec.loads_result(frame.payload, frame.buffers, mode=self.mode, guard=self.guard)
+            except SandBoxError:
+                self.learner.add(("objects",))  # learning: remote-result-mode=objects is needed
+                return codec.loads_result(frame.payload, frame.buffers, mode=codec.OBJECTS, guard=self.guard)
         return codec.loads_result(frame.payload, frame.buffers, mode=self.mode, guard=self.guard)
 
     def call(
@@ -715,8 +723,10 @@ def host_settings(
     main_file: str | None,
     init_fn: tuple[str, str] | None,
     want_asyncio: bool,
+    learn_journal: str | None = None,
 ) -> dict[str, Any]:
     return {
+        "learn_journal": learn_journal,
         "rule_file": rule_file,
         "rules": [list(r) for r in rules],
         "environ": environ,

@@ -1,0 +1,318 @@
+"""What a learning run needed: every guard asks the recorder before it refuses.
+
+Learning mode is permissive and has no OS boundary: a refusal that a rule could lift is
+recorded here and the access goes on. Refusals no rule can lift (an ``ignore=`` line, the rule
+files themselves, an explicit ``net=DENY``, raw sockets) still happen, as in a strict run.
+
+The recorder keeps raw facts (paths as the program gave them, addresses, names); the writer
+(``writer.py``) validates and generalises them into rules at the end. A journal callback, when
+given, receives each new fact as it is recorded: partial mode's child streams them to the host,
+so a child that dies loses nothing.
+"""
+
+from __future__ import annotations
+
+import _thread
+import os
+import posix
+import sys
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable, Iterator
+    from typing import Any
+
+#: Variables that steer learning itself: never turned into rules.
+CONTROL_VARIABLES = frozenset({"PYTHON_DOTENV_DISABLED", "SANDBOX_LEARN"})
+_CONTROL_PREFIXES = ("PYSANDBOXES_",)
+
+_OURS = os.path.dirname(os.path.dirname(os.path.abspath(__file__))) + "/"
+#: taken before the guards wrap it: the recorder runs inside the guards
+_lstat = posix.lstat
+
+
+def _exists(path: str) -> bool:
+    try:
+        _lstat(path)
+    except (OSError, ValueError):
+        return False
+    return True
+
+
+class Recorder:
+    """Facts seen during one learning run. Thread-safe; cheap enough for a trusted run."""
+
+    def __init__(self, journal: Callable[[tuple[Any, ...]], None] | None = None) -> None:
+        self._lock = _thread.allocate_lock()
+        self.journal = journal
+        #: while True (the writer is at work) every access is allowed and nothing recorded
+        self.suspended = False
+        self.files: dict[str, bool] = {}  # absolute path -> written
+        self.net: set[tuple[str, str, int, str]] = set()  # (protocol, host, port, direction)
+        self.lookups: dict[str, set[int]] = {}  # name -> ports asked with it (0: none)
+        self.addresses: dict[str, str] = {}  # address -> the name it was found for
+        self.imports: set[str] = set()
+        self.api: set[str] = set()
+        self.env: dict[str, str] = {}  # name -> "present" | "absent" | "scan"
+        self.eval: set[str] = set()  # eval-* rule lines
+        self.objects = False  # a @sandbox call returned an object (not plain data)
+
+    # -- facts -----------------------------------------------------------------------------
+
+    def add(self, fact: tuple[Any, ...]) -> None:
+        """Record one fact: ``("file", path, write)``, ``("net", proto, host, port, dir)``,
+        ``("lookup", name, port)``, ``("address", address, name)``, ``("import", name)``,
+        ``("api", function)``, ``("env", name, how)``, ``("eval", line)``, ``("objects",)``."""
+        with self._lock:
+            new = self._add(fact)
+        if new and self.journal is not None:
+            self.journal(fact)
+
+    def _add(self, fact: tuple[Any, ...]) -> bool:
+        kind = fact[0]
+        if kind == "file":
+            path, write = str(fact[1]), bool(fact[2])
+            before = self.files.get(path)
+            if before is None or (write and not before):
+                self.files[path] = write
+                return True
+            return False
+        if kind == "net":
+            item = (str(fact[1]), str(fact[2]), int(fact[3]), str(fact[4]))
+            if item in self.net:
+                return False
+            self.net.add(item)
+            return True
+        if kind == "lookup":
+            ports = self.lookups.setdefault(str(fact[1]), set())
+            if int(fact[2]) in ports:
+                return False
+            ports.add(int(fact[2]))
+            return True
+        if kind == "address":
+            if fact[1] in self.addresses:
+                return False
+            self.addresses[str(fact[1])] = str(fact[2])
+            return True
+        if kind == "import":
+            if fact[1] in self.imports:
+                return False
+            self.imports.add(str(fact[1]))
+            return True
+        if kind == "api":
+            if fact[1] in self.api:
+                return False
+            self.api.add(str(fact[1]))
+            return True
+        if kind == "env":
+            name, how = str(fact[1]), str(fact[2])
+            previous = self.env.get(name)
+            # a direct read beats a scan; a present value beats an absent one
+            rank = {"scan": 0, "absent": 1, "present": 2}
+            if previous is not None and rank.get(previous, 0) >= rank.get(how, 0):
+                return False
+            self.env[name] = how
+            return True
+        if kind == "eval":
+            if fact[1] in self.eval:
+                return False
+            self.eval.add(str(fact[1]))
+            return True
+        if kind == "objects":
+            if self.objects:
+                return False
+            self.objects = True
+            return True
+        return False
+
+    def facts(self) -> Iterator[tuple[Any, ...]]:
+        with self._lock:
+            yield from (("file", p, w) for p, w in self.files.items())
+            yield from (("net", *n) for n in self.net)
+            yield from (("lookup", n, p) for n, ports in self.lookups.items() for p in ports)
+            yield from (("address", a, n) for a, n in self.addresses.items())
+            yield from (("import", n) for n in self.imports)
+            yield from (("api", f) for f in self.api)
+            yield from (("env", n, h) for n, h in self.env.items())
+            yield from (("eval", line) for line in self.eval)
+            if self.objects:
+                yield ("objects",)
+
+    def empty(self) -> bool:
+        return not any(
+            (self.files, self.net, self.lookups, self.imports, self.api, self.env, self.eval, self.objects)
+        )
+
+    # -- the guards' callbacks (True: allow) ------------------------------------------------
+
+    def file(self, path: str, write: bool, message: str) -> bool:
+        if self.suspended:
+            return True
+        if message.startswith("Access to '") and "must be accepted by a rule" in message:
+            pass
+        elif message.startswith("Cannot write to '") and "exposes it read-only" in message:
+            write = True
+        else:
+            return False  # ignore=, the rule files: no rule lifts these
+        if not write and not _exists(path):
+            return True  # a probe for a missing file: refused or not, it is not there
+        if _tolerated():
+            return True
+        self.add(("file", path, write))
+        return True
+
+    def connection(self, host: str, port: int, protocol: str, direction: str) -> bool:
+        if self.suspended:
+            return True
+        self.add(("net", protocol, str(host), int(port or 0), direction))
+        return True
+
+    def lookup(self, name: str, port: Any) -> bool:
+        if self.suspended:
+            return True
+        try:
+            number = int(port) if port is not None else 0
+        except (TypeError, ValueError):
+            number = 0  # a service name: the connection that follows tells the port
+        self.add(("lookup", name, number))
+        return True
+
+    def refusal(self, refusal: BaseException) -> bool:
+        """An import or API refusal (raised by a guard): record it, True to allow."""
+        from ..errors import RuleApiPermissionError, RuleModuleNotFoundError
+
+        if self.suspended:
+            return True
+        if isinstance(refusal, RuleModuleNotFoundError) and refusal.name:
+            self.add(("import", refusal.name))
+            return True
+        if isinstance(refusal, RuleApiPermissionError) and refusal.qualname:
+            self.add(("api", refusal.qualname))
+            return True
+        return False
+
+
+_IMPORT_MACHINERY = ("<frozen importlib._bootstrap_external>", "/importlib/_bootstrap_external.py")
+
+
+def _tolerated() -> bool:
+    """Accesses a strict run refuses without harm, so learning them would only widen the
+    rules: the import system scanning a directory of ``sys.path`` or caching bytecode (it
+    reads a module's file through ``get_data``, which is learned), and ``linecache`` reading
+    source lines for a traceback."""
+    frame: Any = sys._getframe(2)
+    while frame is not None:
+        filename = frame.f_code.co_filename
+        if filename.endswith(_IMPORT_MACHINERY):
+            return bool(frame.f_code.co_name != "get_data")
+        if filename.endswith("/linecache.py"):
+            return True
+        frame = frame.f_back
+    return False
+
+
+# -- the environment -----------------------------------------------------------------------
+
+_SCANNERS = ("/_collections_abc.py", "/os.py")
+
+
+def _reader(depth: int = 2) -> str | None:
+    """How the variable is read: None (our own code: not charged), "scan" (through a view or
+    copy of the whole mapping), or "" (a direct read by the program or a library)."""
+    frame: Any = sys._getframe(depth)
+    scan = False
+    while frame is not None:
+        filename = frame.f_code.co_filename
+        if filename.startswith(_OURS):
+            return None
+        if filename.endswith(_SCANNERS):
+            if frame.f_code.co_name in ("__iter__", "copy", "__repr__", "items", "values", "__eq__"):
+                scan = True
+            frame = frame.f_back
+            continue
+        return "scan" if scan else ""
+    return None
+
+
+def record_environment(recorder: Recorder) -> None:
+    """Replace ``os.environ`` with a mapping that tells the recorder what the program reads."""
+    original = os.environ
+    base: Any = type(original)
+    set_here: set[str] = set()
+
+    def note(key: Any, present: bool) -> None:
+        if recorder.suspended or not isinstance(key, str):
+            return
+        if key in set_here or key in CONTROL_VARIABLES or key.startswith(_CONTROL_PREFIXES):
+            return
+        how = _reader(3)
+        if how is None:
+            return
+        recorder.add(("env", key, "scan" if how == "scan" else "present" if present else "absent"))
+
+    class LearningEnviron(base):  # type: ignore[misc, valid-type]
+        def __getitem__(self, key: Any) -> str:
+            try:
+                value = super().__getitem__(key)
+            except KeyError:
+                note(key, False)
+                raise
+            note(key, True)
+            return value  # type: ignore[no-any-return]
+
+        def get(self, key: Any, default: Any = None) -> Any:
+            try:
+                value = super().__getitem__(key)
+            except KeyError:
+                note(key, False)
+                return default
+            note(key, True)
+            return value
+
+        def __contains__(self, key: Any) -> bool:
+            try:
+                super().__getitem__(key)
+            except KeyError:
+                note(key, False)
+                return False
+            note(key, True)
+            return True
+
+        def __setitem__(self, key: Any, value: Any) -> None:
+            if isinstance(key, str):
+                set_here.add(key)
+            super().__setitem__(key, value)
+
+        def __delitem__(self, key: Any) -> None:
+            if isinstance(key, str):
+                set_here.add(key)
+            super().__delitem__(key)
+
+    learning = LearningEnviron(
+        original._data,  # type: ignore[attr-defined]
+        original.encodekey,  # type: ignore[attr-defined]
+        original.decodekey,  # type: ignore[attr-defined]
+        original.encodevalue,  # type: ignore[attr-defined]
+        original.decodevalue,  # type: ignore[attr-defined]
+    )
+    os.environ = learning  # noqa: B003 - the same variables, read through a recording view
+
+
+def record_resolutions(recorder: Recorder) -> None:
+    """Remember which name each address came from, so the rules name hosts, not addresses."""
+    import socket
+
+    original = socket.getaddrinfo
+
+    def getaddrinfo(host: Any, *args: Any, **kwargs: Any) -> Any:
+        answers = original(host, *args, **kwargs)
+        if isinstance(host, (str, bytes)) and not recorder.suspended:
+            name = host.decode("ascii", "replace") if isinstance(host, bytes) else host
+            for answer in answers:
+                address = str(answer[4][0])
+                if address != name:
+                    recorder.add(("address", address, name.lower().rstrip(".")))
+        return answers
+
+    getaddrinfo.__doc__ = original.__doc__
+    socket.getaddrinfo = getaddrinfo
