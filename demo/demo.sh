@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # `make demo`: a program run under its rule file (complete mode), the same program without
 # it, C code against the kernel boundary; an agent whose tools run confined (partial mode);
-# then a rule file written, reviewed and explained, a broken one reported, and a locked one
+# then a first rule file learned from a trusted run; a rule file written, reviewed and explained, a broken one reported, and a locked one
 # refusing a rule added on the command line.
 # Everything happens in a temporary directory (removed on exit); the only network used is
 # two TCP servers on 127.0.0.1, started and stopped here.
@@ -101,11 +101,38 @@ grep -v '^#' "$root/demo/partial/.py-sandboxes" | grep . | sed 's/^/    /'
 show "python $root/demo/partial/agent.py"
 "$bin/python" "$root/demo/partial/agent.py"
 
+step "5. Learning mode: a trusted run writes a first rule file, for review"
+mkdir -p learn/data learn/output
+echo '{"items": 3}' > learn/data/input.json
+cat > learn/job.py <<'PY'
+import json, os, socket
+with open("data/input.json") as f:
+    items = json.load(f)["items"]
+key = os.getenv("DEMO_API_KEY", "")
+with socket.create_connection(("127.0.0.1", int(os.environ["REPORT_SERVICE_PORT"]))) as s:
+    s.sendall(b"%d items\n" % items)
+    answer = s.makefile().readline().strip()
+with open("output/report.txt", "w") as f:
+    f.write(answer + "\n")
+print("job done:", answer, "| key present:", bool(key))
+PY
+cd learn
+show "cd learn && python-sb --learn job.py        # no .py-sandboxes yet"
+"$bin/python-sb" --learn job.py
+echo "The learned rules (values are never copied: env= names a variable, it does not hold it):"
+grep -v '^#' .py-sandboxes | grep -v '^include\|^remote-result-guard\|^py-sandbox\|^os-sandbox' | grep . | sed 's/^/    /'
+show "python-sb job.py                            # strict: the learned file is in force"
+"$bin/python-sb" job.py
+echo "print(open('$HOME/.ssh/id_demo').read())" >> job.py
+show "echo '...read ~/.ssh/id_demo...' >> job.py && python-sb job.py   # nothing more"
+"$bin/python-sb" job.py 2>&1 | tail -2 || true
+cd "$work"
+
 # The rule-language tour runs with the user's own home again.
 unset REPORT_OUT REPORT_SERVICE_PORT DEMO_API_KEY
 export HOME="$user_home"
 
-step "5. pysandboxes init: the commented, deny-by-default template"
+step "6. pysandboxes init: the commented, deny-by-default template"
 "$bin/pysandboxes" init
 mkdir data output
 cat >> .py-sandboxes <<'RULES'
@@ -125,13 +152,13 @@ eval-namespace=closed
 RULES
 echo "(appended 12 rules for the demo program)"
 
-step "6. pysandboxes check: loads it, reviews risky rules"
+step "7. pysandboxes check: loads it, reviews risky rules"
 "$bin/pysandboxes" check
 
-step "7. pysandboxes explain: the effective policy, every rule with its file and line"
+step "8. pysandboxes explain: the effective policy, every rule with its file and line"
 DEMO_TOKEN=s3cret "$bin/pysandboxes" explain
 
-step "8. A broken rule file: every problem at once, with file and line, nothing loaded"
+step "9. A broken rule file: every problem at once, with file and line, nothing loaded"
 cat > broken.py-sandboxes <<'RULES'
 expose-ro=./missing-dir
 net=ALLOW|tcp|example.org|443
@@ -142,7 +169,7 @@ bwrap.shared-net=true
 RULES
 "$bin/pysandboxes" check broken.py-sandboxes || echo "(exit code $?)"
 
-step "9. The lock: learn=false refuses rules added on the command line"
+step "10. The lock: learn=false refuses rules added on the command line"
 echo "learn=false" >> .py-sandboxes
 "$bin/python-sb" --expose-ro=/etc app.py || echo "(exit code $?)"
 

@@ -1,4 +1,4 @@
-"""``pysandboxes``: tooling around rule files (``init``, ``check``, ``explain``)."""
+"""``pysandboxes``: tooling around rule files (``init``, ``check``, ``explain``, ``diff``)."""
 
 from __future__ import annotations
 
@@ -48,6 +48,14 @@ def _parser() -> argparse.ArgumentParser:
     p_explain = sub.add_parser("explain", help="print the effective policy, each rule with its origin")
     p_explain.add_argument("path", nargs="?", default=RULE_FILE_NAME, help="rule file (default: %(default)s)")
     p_explain.add_argument("--api", action="store_true", help="list the sensitive functions of each category")
+    p_diff = sub.add_parser(
+        "diff",
+        help="list the learned rules of a candidate file that the active profile does not have yet",
+    )
+    p_diff.add_argument("learned", help="the candidate file, e.g. .py-sandboxes.learn")
+    p_diff.add_argument(
+        "active", nargs="?", default=RULE_FILE_NAME, help="the active profile (default: %(default)s)"
+    )
     return parser
 
 
@@ -62,6 +70,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _init(args.path, force=args.force, provider=args.os_sandbox)
         if args.command == "check":
             return _check(args.path, shipped=args.shipped, strict=args.strict)
+        if args.command == "diff":
+            return _diff(args.learned, args.active)
         return _explain(args.path, api=args.api)
     except KeyboardInterrupt:
         return 130
@@ -133,3 +143,35 @@ def _explain(path: str, *, api: bool) -> int:
         return 1
     sys.stdout.write(explain(policy))  # type: ignore[arg-type]
     return 0
+
+
+def _diff(learned: str, active: str) -> int:
+    """Print each rule of ``learned`` (inside its learning blocks) that ``active`` and its
+    includes do not hold, as ``FILE(LINE): rule``; exit 1 when there is one, like diff."""
+    from ..learning.writer import candidates
+
+    try:
+        with open(learned, encoding="utf-8") as f:
+            text = f.read()
+    except OSError as exc:
+        print(f"pysandboxes diff: cannot read {learned}: {exc.strerror}", file=sys.stderr)
+        return 2
+    policy = _load(active)
+    if policy is None:
+        return 2
+    from ..rules.policy import Policy
+
+    assert isinstance(policy, Policy)
+    held = [f"{r.key}={r.value}" for r in policy.rules if r.origin.is_file]
+    found = candidates(text, held)
+    for number, line in found:
+        print(f"{learned}({number}): {line}")
+    if not found:
+        print(f"{learned}: nothing that {active} does not already hold", file=sys.stderr)
+        return 0
+    print(
+        f"{len(found)} candidate rule{'s' if len(found) > 1 else ''} not in {active}: review each "
+        "one (why does the application need it?) before copying it there",
+        file=sys.stderr,
+    )
+    return 1

@@ -218,7 +218,19 @@ def _file_lines(recorder: Recorder, places: _Places, refused: list[str]) -> tupl
     return lines, broad
 
 
-def _net_lines(recorder: Recorder, refused: list[str]) -> list[str]:
+def _port_variables(recorder: Recorder, environ: Mapping[str, str]) -> dict[int, str]:
+    """Ports given by a variable the program read (``*PORT*``): written ``${VAR}``, so the
+    rule follows the variable as the program does."""
+    found: dict[int, str] = {}
+    for name, how in sorted(recorder.env.items()):
+        value = environ.get(name, "")
+        if how == "present" and "PORT" in name.upper() and value.isdigit() and _is_env_name(name):
+            found.setdefault(int(value), name)
+    return found
+
+
+def _net_lines(recorder: Recorder, refused: list[str], environ: Mapping[str, str]) -> list[str]:
+    by_variable = _port_variables(recorder, environ)
     ports: dict[tuple[str, str, str], set[int]] = {}
     used_names: set[str] = set()
     for protocol, host, port, direction in recorder.net:
@@ -236,7 +248,9 @@ def _net_lines(recorder: Recorder, refused: list[str]) -> list[str]:
             used_names.add(name.lower())
     lines = []
     for (protocol, host, direction), numbers in sorted(ports.items()):
-        shown = ",".join(str(p) for p in sorted(numbers)) if 0 not in numbers else "*"
+        shown = ",".join(f"${{{by_variable[p]}}}" if p in by_variable else str(p) for p in sorted(numbers))
+        if 0 in numbers:
+            shown = "*"
         lines.append(f"net=ALLOW|{protocol}|{host}|{shown}|{direction.upper()}")
     for name, asked in sorted(recorder.lookups.items()):
         if name in used_names or name.rstrip(".") in used_names:
@@ -350,7 +364,7 @@ def render(recorder: Recorder, policy: Policy, base: str, environ: Mapping[str, 
     lines = {
         "env": _env_lines(recorder, policy, refused),
         "files": files + broad,
-        "network": _net_lines(recorder, refused),
+        "network": _net_lines(recorder, refused, environ),
         "imports": _import_lines(recorder, policy, refused),
         "api": _api_lines(recorder, policy, refused),
         "eval": _eval_lines(recorder, refused),
@@ -490,3 +504,37 @@ def summary(counts: Mapping[str, int], refused: Iterable[str], target: str, show
         out.append(f"learning: nothing new for {shown_target}")
     out += [f"not written, invalid value: {r}" for r in refused]
     return out
+
+
+def candidates(learned_text: str, held: Iterable[str]) -> list[tuple[int, str]]:
+    """``(line number, line)`` of the rules in ``learned_text``'s learning blocks (the whole
+    file when it has none) that are not among ``held`` (rule lines, compared without their
+    trailing comments). Commented candidates (``#env=…``) are listed too."""
+    have = {_comparable(line) for line in held}
+    imported = {
+        name.strip() for line in have if line.startswith("python-import=") for name in line[14:].split(",")
+    }
+    lines = learned_text.splitlines()
+    blocks = any(
+        line.strip().startswith(("# <learning_guard_", "# <learning_remote_result")) for line in lines
+    )
+    inside = not blocks
+    found: list[tuple[int, str]] = []
+    for number, line in enumerate(lines, 1):
+        stripped = line.strip()
+        if stripped.startswith(("# <learning_guard_", "# <learning_remote_result")):
+            inside = True
+            continue
+        if stripped.startswith(("# </learning_guard_", "# </learning_remote_result")):
+            inside = not blocks
+            continue
+        if not inside or not _is_rule(stripped):
+            continue
+        rule = _comparable(stripped)
+        if rule.startswith("python-import="):  # a list: only the names not imported yet
+            missing = [n.strip() for n in rule[14:].split(",") if n.strip() not in imported]
+            if missing:
+                found.append((number, "python-import=" + ", ".join(missing)))
+        elif rule.lstrip("#") not in have:
+            found.append((number, stripped))
+    return found
