@@ -36,3 +36,9 @@ def debug(name: str, message: str, *args: object) -> None:
 def debug_enabled(name: str) -> bool:
     logging = sys.modules.get("logging")
     return logging is not None and logging.getLogger(name).isEnabledFor(10)  # type: ignore[attr-defined]
+
+
+def info(name: str, message: str, *args: object) -> None:
+    logging = sys.modules.get("logging")
+    if logging is not None:
+        logging.getLogger(name).info(message, *args)  # type: ignore[attr-defined]

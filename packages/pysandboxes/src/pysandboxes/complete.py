@@ -42,6 +42,14 @@ class Exit(Exception):
         self.message = message
 
 
+def limits_of(policy: Policy) -> Any:
+    """The resource limits of a complete-mode run (none by default: a program behaves as
+    with python)."""
+    from .limits import from_policy
+
+    return from_policy(policy)
+
+
 def needs_fresh_interpreter(command: CommandLine, policy: Policy, provider: str) -> bool:
     """Options that apply only at start-up, ``os-sandbox=subprocess``, or native code allowed
     under landlock: a process that ran with the host's environment keeps copies of it in its
@@ -381,10 +389,17 @@ def run(command: CommandLine, policy: Policy, provider: str, program: Program) -
         from ._state import State
 
         State.in_sandbox = True
+    limits = limits_of(policy)
+    if limits.kernel():
+        from .limits import apply_rlimits
+
+        apply_rlimits(limits)
     if install is not None:
         install()
     try:
-        return _run_armed(command, policy, provider, program, namespace, inspect, console, shell_app, learning)
+        return _run_armed(
+            command, policy, provider, program, namespace, inspect, console, shell_app, learning, limits
+        )
     finally:
         if learning is not None:
             learning.finish()
@@ -400,6 +415,7 @@ def _run_armed(
     console: Any,
     shell_app: Any,
     learning: Any,
+    limits: Any,
 ) -> int:
     import _signal  # type: ignore[import-not-found]
 
@@ -421,6 +437,12 @@ def _run_armed(
     except BaseException as exc:
         sys.excepthook(type(exc), exc, strip_own_frames(exc))
         status = 1
+        breach = _limit_breach(exc, limits)
+        if breach is not None:
+            from .limits import EXIT_LIMIT, stderr
+
+            stderr(limits.message(*breach))
+            return EXIT_LIMIT
     if inspect:
         where = f"python-sb: under the rules of {policy.main_file} (os-sandbox={provider})"
         try:
@@ -431,6 +453,19 @@ def _run_armed(
         except SystemExit as exc:
             return _exit_status(exc)
     return status
+
+
+def _limit_breach(exc: BaseException, limits: Any) -> tuple[str, str] | None:
+    """An uncaught error that a limit caused: ``(key, what)``."""
+    if isinstance(exc, MemoryError) and limits["limit-memory"]:
+        return ("limit-memory", "MemoryError")
+    if isinstance(exc, OSError) and limits["limit-file-size"] and exc.errno == 27:  # EFBIG
+        return ("limit-file-size", "a write beyond it failed: File too large")
+    if isinstance(exc, OSError) and limits["limit-open-files"] and exc.errno == 24:  # EMFILE
+        return ("limit-open-files", "Too many open files")
+    if isinstance(exc, BlockingIOError) and limits["limit-processes"]:
+        return ("limit-processes", "a new process was refused")
+    return None
 
 
 def _program_modules(program: Program) -> tuple[str, ...]:

@@ -55,6 +55,12 @@ def main(
         # The program runs below this frame: it must not find the host's variables in it.
         host_environ.clear()
         provider = complete.LEARNING if policy.learning else providers.require(policy)
+        if not fresh and complete.limits_of(policy).supervised():
+            from ..supervise import supervise
+
+            status = supervise(complete.limits_of(policy))
+            if status is not None:
+                return status  # the supervisor: the program ran (and ended) in the child
         if not fresh and complete.needs_fresh_interpreter(command, policy, provider):
             complete.exec_fresh_interpreter(args, command, policy, here, ipython=ipython)
         program = complete.Program(command, here, ipython=ipython)

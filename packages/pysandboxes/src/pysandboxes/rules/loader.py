@@ -23,7 +23,7 @@ from .origin import CODE, COMMAND_LINE, Origin
 from .policy import Include, Policy, Setting
 from .provider_keys import PROVIDER_KEYS, PROVIDERS, normalise
 from .substitution import split_outside_references
-from .values import closest, parse_bool, parse_decimal_size, parse_duration, parse_int
+from .values import closest, parse_bool, parse_decimal_size, parse_duration, parse_int, parse_size
 
 RULE_FILE_NAME = ".py-sandboxes"
 
@@ -36,6 +36,17 @@ OPTIONAL_INCLUDES = frozenset(
     }
 )
 
+#: resource limits: key -> (parser kind, minimum)
+LIMITS: Mapping[str, tuple[str, int]] = {
+    "limit-cpu": ("duration", 1),
+    "limit-memory": ("size", 32 << 20),
+    "limit-processes": ("int", 1),
+    "limit-open-files": ("int", 16),
+    "limit-file-size": ("size", 1),
+    "limit-output": ("size", 1),
+}
+LIMIT_KEYS = tuple(LIMITS)
+
 SINGLETON_KEYS = (
     "py-sandbox",
     "os-sandbox",
@@ -45,6 +56,7 @@ SINGLETON_KEYS = (
     "remote-result-guard",
     "remote-max-payload",
     "timeout",
+    *LIMIT_KEYS,
 )
 #: a call's payload (arguments or result) above this is refused with a clear error
 DEFAULT_MAX_PAYLOAD = 1 << 30
@@ -193,6 +205,21 @@ def normalise_extra_rules(
     return rules, problems
 
 
+def _limit(value: str, key: str, kind: str, minimum: int) -> float | int:
+    if kind == "duration":
+        seconds = parse_duration(value, key)
+        if seconds < minimum:
+            raise ValueError(f"{key} must be at least {minimum}s (the kernel counts whole CPU seconds)")
+        return seconds
+    if kind == "size":
+        size = parse_size(value, key)
+        if size < minimum:
+            shown = f"{minimum >> 20}M" if minimum >= 1 << 20 else f"{minimum} bytes"
+            raise ValueError(f"{key} must be at least {shown}, got '{value}'")
+        return size
+    return parse_int(value, key, minimum=minimum)
+
+
 def _spell(rule: Rule) -> str:
     """How the user wrote an extra rule: ``--expose-ro=/etc`` or ``expose_ro='/etc'``."""
     if rule.origin.source == CODE:
@@ -331,6 +358,15 @@ def load_policy(
         except ValueError as exc:
             ctx.problem(r.origin, str(exc))
 
+    limits: dict[str, Setting] = {}
+    for key, (kind, minimum) in LIMITS.items():
+        limits[key] = Setting(None, None)
+        if (r := singles[key]) is not None:
+            try:
+                limits[key] = Setting(_limit(ctx.expand(r, r.value) or "", key, kind, minimum), r)
+            except ValueError as exc:
+                ctx.problem(r.origin, str(exc))
+
     port = Setting(None, None)
     if (r := singles["port"]) is not None:
         try:
@@ -391,6 +427,7 @@ def load_policy(
         remote_result_guard=remote_guard,
         remote_max_payload=max_payload,
         timeout=timeout,
+        limits=MappingProxyType(limits),
         port=port,
         files_policy=files_policy,
         net=net,

@@ -48,6 +48,7 @@ class Policy(Record):
         "imports",
         "includes",
         "learn_target",
+        "limits",
         "locked_by",
         "main_file",
         "missing_includes",
@@ -82,6 +83,9 @@ class Policy(Record):
     remote_result_guard: Setting  # bool
     remote_max_payload: Setting  # int: bytes a call's arguments or result may take
     timeout: Setting  # float seconds or None: a @sandbox call's wall-clock limit (partial mode)
+    #: limit-cpu (seconds), -memory, -file-size, -output (bytes), -processes, -open-files:
+    #: each a Setting whose value is None when the key is absent
+    limits: Mapping[str, Setting]
     port: Setting  # accepted for compatibility; the transport uses no TCP port
 
     files_policy: FilePolicy

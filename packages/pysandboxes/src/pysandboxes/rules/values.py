@@ -73,6 +73,21 @@ def parse_decimal_size(value: str, key: str) -> int:
 _BINARY_UNITS = {"": 1, "k": 1 << 10, "m": 1 << 20, "g": 1 << 30, "t": 1 << 40, "p": 1 << 50, "e": 1 << 60}
 
 
+def parse_size(value: str, key: str) -> int:
+    """``512M``, ``2G``, ``64k``, ``1GiB``, ``10MB`` or a number of bytes; K, M, G and T are
+    powers of 1024 whatever follows them (a limit is a bound, not a marketing figure)."""
+    m = _re().fullmatch(r"([0-9][0-9_]*)\s*([kKmMgGtT]?)(i?[bB])?", value.strip())
+    if not m or "__" in m.group(1) or m.group(1).endswith("_"):
+        raise ValueError(
+            f"invalid size '{value}' for {key}: write a number of bytes, or with K, M, G or T "
+            "(powers of 1024), e.g. 512M or 2G"
+        )
+    n = int(m.group(1).replace("_", "")) * _BINARY_UNITS[m.group(2).lower()]
+    if n <= 0:
+        raise ValueError(f"{key} must be greater than zero, got '{value}'")
+    return n
+
+
 def parse_qemu_memory(value: str, key: str) -> int:
     """QEMU ``-m`` syntax: a number of MiB, or a number with one of k, M, G, T, P, E."""
     m = _re().fullmatch(r"([0-9]+)([kKmMgGtTpPeE]?)", value.strip())

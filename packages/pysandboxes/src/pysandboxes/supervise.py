@@ -1,0 +1,182 @@
+"""python-sb's supervisor: used only when the rules set a resource limit or ``timeout=``.
+
+python-sb is normally one process (the program runs in it, same pid). With limits, it forks
+before the program is read: the child goes on as usual (and applies the rlimits just before the
+program's first line), the parent stays outside the sandbox and
+
+* puts the child in a cgroup created for it (when the host allows), before the child goes on;
+* relays stdout and stderr through pipes when ``limit-output=`` is set, counting the bytes;
+* stops the child at ``timeout=`` (SIGTERM, then SIGKILL two seconds later);
+* reports a breach on stderr — ``python-sb: stopped: limit-cpu=2s exceeded (killed by
+  SIGXCPU); raise it in .py-sandboxes line 12`` — and exits with 125 (124 for ``timeout=``);
+* otherwise exits as the child did (same status, or the same signal).
+
+SIGTERM, SIGHUP, SIGUSR1 and SIGUSR2 sent to python-sb are passed to the child; SIGINT and
+SIGQUIT come from the terminal to both processes, so the parent ignores them.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import signal
+import sys
+import time
+
+from .limits import EXIT_LIMIT, EXIT_TIMEOUT, Cgroup, Limits, describe_status, stderr
+
+_FORWARDED = (signal.SIGTERM, signal.SIGHUP, signal.SIGUSR1, signal.SIGUSR2)
+
+
+def supervise(limits: Limits) -> int | None:
+    """Fork. In the child: return None (go on and run the program). In the parent: wait for
+    the child and return the exit status python-sb must give."""
+    cgroup = Cgroup.create(limits)
+    relay = limits["limit-output"] is not None
+    pipes = [os.pipe() for _ in range(2)] if relay else []
+    ready_r, ready_w = os.pipe()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    pid = os.fork()
+    if pid == 0:
+        os.close(ready_w)
+        os.read(ready_r, 1)  # wait until the parent has put us in the cgroup
+        os.close(ready_r)
+        for fd, (r, w) in zip((1, 2), pipes, strict=False):
+            os.dup2(w, fd)
+            os.close(r)
+            os.close(w)
+        return None
+    os.close(ready_r)
+    for _r, w in pipes:
+        os.close(w)
+    if cgroup is not None:
+        try:
+            cgroup.add(pid)
+        except OSError as exc:
+            stderr(f"python-sb: cannot put the program in its cgroup ({exc}); nothing was run")
+            os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+            cgroup.remove()
+            return 2
+    for number in _FORWARDED:
+        signal.signal(number, lambda signum, frame: _forward(pid, signum))
+    for number in (signal.SIGINT, signal.SIGQUIT):
+        signal.signal(number, signal.SIG_IGN)
+    os.write(ready_w, b"x")
+    os.close(ready_w)
+    try:
+        return _wait(pid, limits, cgroup, [r for r, _ in pipes])
+    finally:
+        if cgroup is not None:
+            cgroup.kill()
+            cgroup.remove()
+
+
+def _forward(pid: int, signum: int) -> None:
+    with contextlib.suppress(OSError):
+        os.kill(pid, signum)
+
+
+def _wait(pid: int, limits: Limits, cgroup: Cgroup | None, pipes: list[int]) -> int:
+    import select
+
+    timeout = limits["timeout"]
+    deadline = time.monotonic() + timeout if timeout else None
+    budget = limits["limit-output"]
+    written = 0
+    breach: tuple[str, str] | None = None
+    killed_at: float | None = None
+    open_pipes = {r: fd for r, fd in zip(pipes, (1, 2), strict=False)}
+    status = None
+    usage = None
+    while status is None:
+        now = time.monotonic()
+        if deadline is not None and now >= deadline and breach is None:
+            breach = ("timeout", f"still running after {timeout:g}s")
+            _forward(pid, signal.SIGTERM)
+            killed_at = now
+        if killed_at is not None and now >= killed_at + 2.0:
+            _forward(pid, signal.SIGKILL)
+            killed_at = float("inf")
+        wait = 0.05 if open_pipes or deadline is not None or killed_at is not None else None
+        if open_pipes:
+            try:
+                ready, _, _ = select.select(list(open_pipes), [], [], wait)
+            except InterruptedError:
+                ready = []
+            for r in ready:
+                try:
+                    data = os.read(r, 65536)
+                except OSError:
+                    data = b""
+                if not data:
+                    del open_pipes[r]
+                    os.close(r)
+                    continue
+                if budget is not None and breach is None and written + len(data) > budget:
+                    data = data[: max(0, int(budget) - written)]
+                    breach = ("limit-output", f"more than {written + len(data)} bytes written")
+                    _forward(pid, signal.SIGKILL)
+                    killed_at = float("inf")
+                written += len(data)
+                _write_all(open_pipes.get(r, 1), data)
+        try:
+            flags = os.WNOHANG if (open_pipes or deadline is not None or killed_at is not None) else 0
+            waited, raw, usage = os.wait4(pid, flags)
+        except ChildProcessError:
+            return 2
+        except InterruptedError:
+            continue
+        if waited == pid:
+            status = raw
+        elif not open_pipes:
+            time.sleep(0.02)
+    for r in open_pipes:  # what the child wrote just before it ended
+        while True:
+            try:
+                data = os.read(r, 65536)
+            except OSError:
+                break
+            if not data or (budget is not None and written >= budget):
+                break
+            written += len(data)
+            _write_all(open_pipes[r], data)
+        os.close(r)
+    assert usage is not None
+    if breach is None:
+        breach = _breach(status, usage, limits, cgroup)
+    if breach is not None:
+        key, what = breach
+        stderr(limits.message(key, what if key != "limit-cpu" else f"{what}, {describe_status(status)}"))
+        return EXIT_TIMEOUT if key == "timeout" else EXIT_LIMIT
+    if os.WIFSIGNALED(status):
+        number = os.WTERMSIG(status)
+        signal.signal(number, signal.SIG_DFL)
+        os.kill(os.getpid(), number)
+        return 128 + number
+    return os.waitstatus_to_exitcode(status)
+
+
+def _breach(status: int, usage: object, limits: Limits, cgroup: Cgroup | None) -> tuple[str, str] | None:
+    cpu = limits["limit-cpu"]
+    if os.WIFSIGNALED(status):
+        number = os.WTERMSIG(status)
+        used = usage.ru_utime + usage.ru_stime  # type: ignore[attr-defined]
+        if cpu and (number == signal.SIGXCPU or (number == signal.SIGKILL and used >= int(cpu))):
+            return ("limit-cpu", f"{used:.1f}s of CPU")
+        if number == signal.SIGKILL and cgroup is not None and cgroup.memory_exceeded():
+            return ("limit-memory", "killed by the kernel's out-of-memory killer")
+    return None
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        try:
+            n = os.write(fd, view)
+        except InterruptedError:
+            continue
+        except OSError:
+            return  # our own stdout is gone: the child's output has nowhere to go
+        view = view[n:]
