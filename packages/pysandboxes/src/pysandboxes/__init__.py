@@ -26,7 +26,13 @@ _LAZY = {
     "SandBoxRemoteError": "errors",
     "SandBoxBaseExceptionError": "errors",
     "SandBoxTimeoutError": "errors",
+    "SandBoxResourceError": "errors",
+    "SandBoxMemoryError": "errors",
+    "SandBoxCPUTimeError": "errors",
     "RestrictedUnpicklingError": "errors",
+    "EvalSyntaxRejected": "errors",
+    "EvalInterrupted": "errors",
+    "guarded_eval": "evaluation",
 }
 
 
@@ -42,6 +48,8 @@ def __getattr__(name: str) -> object:
 
 __all__ = [
     "ConfigSyntaxError",
+    "EvalInterrupted",
+    "EvalSyntaxRejected",
     "ProviderError",
     "RestrictedUnpicklingError",
     "RuleApiPermissionError",
@@ -51,11 +59,15 @@ __all__ = [
     "RuleSocketConnectionRefusedError",
     "RuleSyntaxError",
     "SandBoxBaseExceptionError",
+    "SandBoxCPUTimeError",
     "SandBoxError",
+    "SandBoxMemoryError",
     "SandBoxProtocolError",
     "SandBoxRemoteError",
+    "SandBoxResourceError",
     "SandBoxTimeoutError",
     "__version__",
+    "guarded_eval",
     "is_in_sandbox",
     "run",
     "sandbox",

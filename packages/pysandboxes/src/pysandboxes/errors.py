@@ -27,10 +27,14 @@ __all__ = [
     "RuleSocketConnectionRefusedError",
     "RuleSyntaxError",
     "SandBoxBaseExceptionError",
+    "SandBoxCPUTimeError",
     "SandBoxError",
+    "SandBoxMemoryError",
     "SandBoxProtocolError",
     "SandBoxRemoteError",
+    "SandBoxResourceError",
     "SandBoxTimeoutError",
+    "resource_error",
     "sandbox_denials",
 ]
 
@@ -90,6 +94,38 @@ class SandBoxProtocolError(SandBoxError):
 
 class SandBoxTimeoutError(SandBoxError, TimeoutError):
     """A sandboxed call exceeded its timeout; the message says which call and the limit."""
+
+
+class SandBoxResourceError(SandBoxError):
+    """A resource limit (``limit-*=``) stopped a sandboxed call; ``limit`` names the key.
+    The child that ran it is replaced before the next call."""
+
+    def __init__(self, message: str, limit: str = "") -> None:
+        super().__init__(message)
+        self.message = message
+        self.limit = limit
+
+    def __str__(self) -> str:
+        return self.message
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (type(self), (self.message, self.limit))
+
+
+class SandBoxMemoryError(SandBoxResourceError, MemoryError):
+    """``limit-memory`` was exceeded (also a :class:`MemoryError`)."""
+
+
+class SandBoxCPUTimeError(SandBoxResourceError, TimeoutError):
+    """``limit-cpu`` was exceeded (also a :class:`TimeoutError`)."""
+
+
+def resource_error(limit: str, message: str) -> SandBoxResourceError:
+    """The :class:`SandBoxResourceError` for ``limit``, with its builtin twin where one exists."""
+    kind = {"limit-memory": SandBoxMemoryError, "limit-cpu": SandBoxCPUTimeError}.get(
+        limit, SandBoxResourceError
+    )
+    return kind(message, limit)
 
 
 class SandBoxRemoteError(SandBoxError):
@@ -207,6 +243,7 @@ _NOT_DENIALS = (
     RuleSyntaxError,
     SandBoxProtocolError,
     SandBoxTimeoutError,
+    SandBoxResourceError,
     SandBoxRemoteError,
     SandBoxBaseExceptionError,
 )
@@ -263,3 +300,47 @@ def __getattr__(name: str) -> object:
         globals()[name] = RestrictedUnpicklingError
         return RestrictedUnpicklingError
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+# -- the eval-* layer: code given to eval/exec/compile as a string ---------------------------
+
+
+class EvalSyntaxRejected(SandBoxError, SyntaxError):
+    """Evaluated source uses a construct, name or attribute no ``eval-*`` rule allows."""
+
+    def __init__(
+        self,
+        message: str,
+        details: tuple[str, int | None, int | None, str | None] | None = None,
+        rules: tuple[str, ...] = (),
+        profile: str = "",
+    ) -> None:
+        if details is None:
+            SyntaxError.__init__(self, message)
+        else:
+            SyntaxError.__init__(self, message, details)
+        self.message = message
+        self.rules = rules
+        self.profile = profile
+
+    def __str__(self) -> str:
+        return self.message
+
+    def __reduce__(self) -> tuple[object, ...]:
+        details = (self.filename, self.lineno, self.offset, self.text) if self.filename else None
+        return (type(self), (self.message, details, self.rules, self.profile))
+
+
+class EvalInterrupted(BaseException):
+    """An ``eval-*`` budget or the timeout stopped evaluated code; ``budget`` says which."""
+
+    def __init__(self, message: str, budget: str = "") -> None:
+        super().__init__(message)
+        self.message = message
+        self.budget = budget
+
+    def __str__(self) -> str:
+        return self.message
+
+    def __reduce__(self) -> tuple[object, ...]:
+        return (type(self), (self.message, self.budget))

@@ -179,6 +179,7 @@ def prepare(
             library,
             allow_dynamic=interactive,
             learning=learner is not None,
+            eval_profile=policy.eval_profiles.get(""),
         )
         sys.addaudithook(hook)
         _Armed.policy = policy
@@ -201,6 +202,7 @@ def _install_wrappers(
     *,
     allow_dynamic: bool = False,
     learning: bool = False,
+    eval_profile: Any = None,
 ) -> None:
     import os
     import posix
@@ -231,7 +233,11 @@ def _install_wrappers(
         sys.meta_path.insert(0, _PatchOnLoad(pending))
     dynamic = [n for n in ("eval", "exec", "compile") if f"builtins.{n}" in denied and not allow_dynamic]
     for name in dynamic:
-        setattr(builtins, name, _dynamic_code_wrapper(name, getattr(builtins, name), refuse, library))
+        setattr(
+            builtins,
+            name,
+            _dynamic_code_wrapper(name, getattr(builtins, name), refuse, library, eval_profile),
+        )
 
 
 def _set(module: Any, attribute: str, value: Any) -> None:
@@ -354,21 +360,43 @@ class _PatchOnLoad:
 
 
 def _dynamic_code_wrapper(
-    name: str, original: Callable[..., Any], refuse: Callable[[str], None], library: tuple[str, ...]
+    name: str,
+    original: Callable[..., Any],
+    refuse: Callable[[str], None],
+    library: tuple[str, ...],
+    profile: Any = None,
 ) -> Callable[..., Any]:
-    """``eval``/``exec``/``compile`` that name themselves when refused; library code passes."""
+    """``eval``/``exec``/``compile`` that name themselves when refused; library code passes.
+
+    With a default ``eval-*`` profile (``eval-KEY=`` lines) the program's calls run through the
+    eval guard (``pysandboxes.evaluation``, imported on the first such call) instead."""
     getframe = sys._getframe
     function = f"builtins.{name}"
+    guard: list[Any] = []  # (engine module, default profile), once a program's call needs them
 
     def from_library(frame: Any) -> bool:
         filename = frame.f_code.co_filename
         return isinstance(filename, str) and (filename.startswith(library) or filename.startswith("<frozen "))
 
+    def eval_guard() -> tuple[Any, Any] | None:
+        """The engine and the default profile; None: no profile, and ``refuse`` let the call
+        through (learning mode records it): the original runs."""
+        if not guard:
+            if profile is None:
+                refuse(function)  # raises, unless learning mode records the call
+                return None
+            from ..evaluation import engine
+
+            guard.append((engine, profile))
+        return guard[0]  # type: ignore[no-any-return]
+
     if name == "compile":
 
         def compile(*args: Any, **kwargs: Any) -> Any:
             if not from_library(getframe(1)):
-                refuse(function)
+                found = eval_guard()
+                if found is not None:
+                    return found[0].guarded_compile(found[1], *args, **kwargs)
             return original(*args, **kwargs)
 
         wrapper = compile
@@ -377,7 +405,9 @@ def _dynamic_code_wrapper(
         def run(source: Any, globals: Any = None, locals: Any = None, /, **kwargs: Any) -> Any:
             caller = getframe(1)
             if not from_library(caller):
-                refuse(function)
+                found = eval_guard()
+                if found is not None:
+                    return found[0].guarded_run(name, found[1], source, globals, locals, caller, **kwargs)
             if globals is None:
                 globals = caller.f_globals
                 if locals is None:

@@ -123,8 +123,9 @@ def _refuse(function, _denied=None, _Refused=None, _eval_declared=False):  # typ
     if category is not None:
         if category == "dynamic-code" and _eval_declared:
             hint = (
-                "This profile declares eval-* rules, which cannot be combined with python-api=ALLOW for "
-                "eval/exec/compile; this version does not run code under eval-* rules yet."
+                "The program's eval(), exec() and compile() run code under the default eval-* profile "
+                "(`eval-KEY=` lines; none without them), a named profile through "
+                "pysandboxes.guarded_eval(source, profile=NAME); this call went around them."
             )
         else:
             hint = (
