@@ -133,6 +133,7 @@ def _caller_module() -> str | None:
 def _join(block: sandboxes) -> _Session:
     from . import providers
     from .rules import load_policy, locate
+    from .rules.origin import CODE
 
     cwd = os.getcwd()
     if block.config is not None:
@@ -154,7 +155,9 @@ def _join(block: sandboxes) -> _Session:
                 )
             session.count += 1
             return session
-        policy = load_policy(rule_file, extra_rules=rules, environ=block.envs, cwd=cwd, missing_file="learn")
+        policy = load_policy(
+            rule_file, extra_rules=rules, environ=block.envs, cwd=cwd, missing_file="learn", extra_source=CODE
+        )
         learning = None
         if policy.learning:  # no OS boundary: the child records instead of refusing
             from .learning import PartialLearning

@@ -205,9 +205,14 @@ class Cgroup:
                 with open(os.path.join(directory, "memory.events")) as f:
                     for line in f:
                         key, _, value = line.partition(" ")
-                        if key in ("oom_kill", "max") and int(value) > 0:
+                        if key == "oom_kill" and int(value) > 0:
                             return True
                 return False
+            with open(os.path.join(directory, "memory.oom_control")) as f:
+                for line in f:
+                    key, _, value = line.partition(" ")
+                    if key == "oom_kill":
+                        return int(value) > 0
             with open(os.path.join(directory, "memory.failcnt")) as f:
                 return int(f.read().strip() or 0) > 0
         except (OSError, ValueError):

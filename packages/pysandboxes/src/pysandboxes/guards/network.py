@@ -156,7 +156,9 @@ def _on_address(  # type: ignore[no-untyped-def]
     _judge(host, port, protocol, _direction)
 
 
-def _on_lookup(args, _pinned=None, _parse=None, _Refused=None, _str=None, _bytes=None, _type=None, _learn=None):  # type: ignore[no-untyped-def]
+def _on_lookup(  # type: ignore[no-untyped-def]
+    args, _pinned=None, _parse=None, _Refused=None, _str=None, _bytes=None, _type=None, _learn=None
+):
     host = args[0]
     if host is None:
         return

@@ -79,7 +79,7 @@ def _boot(channel: Channel, handoff: dict[str, Any]) -> _Server:
 
     sys.path[:] = handoff["sys_path"]
     environ: dict[str, str] = handoff.pop("environ")
-    from ..rules.origin import set_display_home
+    from ..rules.origin import CODE, set_display_home
 
     set_display_home(environ.get("HOME"))
     policy = load_policy(
@@ -88,10 +88,11 @@ def _boot(channel: Channel, handoff: dict[str, Any]) -> _Server:
         environ=environ,
         cwd=handoff["cwd"],
         missing_file="learn",
+        extra_source=CODE,
     )
     learner = None
     if policy.learning:  # no OS boundary, the host's environment, facts streamed to the host
-        learner = _learner(handoff)
+        learner = _learner(handoff, policy)
         os.environ.update(environ)
     environ.clear()
     if policy.net.hostnames:
@@ -139,6 +140,9 @@ def _boot(channel: Channel, handoff: dict[str, Any]) -> _Server:
     if handoff.get("asyncio"):
         import asyncio  # noqa: F401
     server.start_threads()
+    from ..limits import apply_rlimits, from_policy
+
+    apply_rlimits(from_policy(policy, partial=True))
     if install is not None:
         install()
     init = handoff.get("init_fn")
@@ -153,7 +157,7 @@ def _boot(channel: Channel, handoff: dict[str, Any]) -> _Server:
     return server
 
 
-def _learner(handoff: dict[str, Any]) -> Any:
+def _learner(handoff: dict[str, Any], policy: Any) -> Any:
     """Learning mode's recorder: each new fact is appended at once to the host's journal (one
     JSON line), so a child that dies mid-call loses nothing."""
     import json
@@ -170,7 +174,7 @@ def _learner(handoff: dict[str, Any]) -> Any:
     def append(fact: tuple[Any, ...]) -> None:
         write(fd, (dumps(fact) + "\n").encode())
 
-    return Recorder(journal=append)
+    return Recorder(journal=append, policy=policy)
 
 
 def _top_levels(modules: list[str]) -> list[str]:

@@ -86,10 +86,15 @@ def _wake(future: Any) -> None:
 class _Output:
     """The pipes carrying one child's stdout and stderr, and their text decoders."""
 
-    def __init__(self, pipes: list[tuple[int, str]]) -> None:
+    def __init__(self, pipes: list[tuple[int, str]], child: Any = None) -> None:
         import codecs
 
         self.pipes = pipes
+        self.child = child
+        budget = child.limits["limit-output"] if child is not None else None
+        self.budget: int | None = int(budget) if budget else None
+        #: bytes written since the child was last idle (no call in flight): per call
+        self.count = 0
         self.ended: set[int] = set()  # end of file seen (closed by the relay thread)
         self.decoders = {fd: codecs.getincrementaldecoder("utf-8")("replace") for fd, _ in pipes}
         self.names = dict(pipes)
@@ -114,6 +119,12 @@ class _Output:
                 alive = False
                 break
             chunks.append(data)
+        if self.budget is not None and chunks:
+            size = sum(len(c) for c in chunks)
+            if self.count + size > self.budget:
+                chunks = [b"".join(chunks)[: max(0, self.budget - self.count)]]
+                self.child.over_limit("limit-output", f"more than {self.budget} bytes written")
+            self.count += size
         text = self.decoders[fd].decode(
             b"".join(chunks), not alive
         )  # a character split across reads stays whole
@@ -139,6 +150,12 @@ class Child:
         self.max_size = int(policy.remote_max_payload.value)
         #: learning mode: facts recorded here (the child sends objects-mode results)
         self.learner: Any = None
+        from ..limits import from_policy
+
+        self.limits = from_policy(policy, partial=True)
+        self.cgroup: Any = None  # the current child's own cgroup, when the host allows one
+        #: a limit the current child broke: (key, what); its calls fail with it
+        self.breach: tuple[str, str] | None = None
         self.lock = threading.Lock()
         self.output_lock = threading.Lock()
         #: held by whoever reads the channel: a waiting caller itself (no thread hand-off on
@@ -193,8 +210,22 @@ class Child:
             os.close(handoff)
             os.close(out_w)
             os.close(err_w)
+        self.breach = None
+        if self.limits.kernel():
+            from ..limits import Cgroup
+
+            self.cgroup = Cgroup.create(self.limits)
+            if self.cgroup is not None:
+                try:
+                    self.cgroup.add(self.process.pid)
+                except OSError as exc:
+                    self._kill()
+                    self.cgroup.remove()
+                    raise SandBoxError(
+                        f"the sandbox could not start: its cgroup refused it ({exc})"
+                    ) from None
         channel = Channel(parent, self.max_size)
-        output = self.output = _Output([(out_r, "stdout"), (err_r, "stderr")])
+        output = self.output = _Output([(out_r, "stdout"), (err_r, "stderr")], self)
         threading.Thread(target=self._relay, args=(output,), name="pysandboxes-output", daemon=True).start()
         # Published only once READY is read: a caller still reading for the previous child
         # must not take the new child's READY.
@@ -246,6 +277,7 @@ class Child:
             process.wait(timeout=2)
         self._kill()
         self.drain_output()
+        self._release_cgroup()
         self.channel.close()
         self.process = None
 
@@ -358,6 +390,35 @@ class Child:
                 self.reader_lock.release()
                 self._promote()
 
+    def over_limit(self, key: str, what: str) -> None:
+        """A limit the host watches (output) was exceeded: the child goes, its calls fail."""
+        if self.breach is None:
+            self.breach = (key, what)
+        process = self.process
+        if process is not None:
+            import signal
+
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(process.pid, signal.SIGKILL)
+
+    def _breach_of(self, code: int | None) -> tuple[str, str] | None:
+        """Why the child died, when a limit killed it."""
+        import signal
+
+        if self.breach is not None:
+            return self.breach
+        if code == -signal.SIGXCPU and self.limits["limit-cpu"]:
+            return ("limit-cpu", "killed by SIGXCPU")
+        if code == -signal.SIGKILL and self.cgroup is not None and self.cgroup.memory_exceeded():
+            return ("limit-memory", "killed by the kernel's out-of-memory killer")
+        return None
+
+    def _release_cgroup(self) -> None:
+        cgroup, self.cgroup = self.cgroup, None
+        if cgroup is not None:
+            cgroup.kill()
+            cgroup.remove()
+
     def _die(self, reason: str | None, *, count: bool = True, channel: Any = None) -> None:
         """The child is gone (or must go): fail the calls in flight, once per child.
 
@@ -374,6 +435,9 @@ class Child:
         else:
             self._kill()
         self.drain_output()
+        process = self.process
+        breach = self._breach_of(process.returncode if process is not None else None)
+        self._release_cgroup()
         with self.lock:
             self.death = reason
             if count:
@@ -382,7 +446,10 @@ class Child:
             pending = list(self.pending.values())
             self.pending.clear()
         for call in pending:
-            call.put(SandBoxError(f"the sandbox process died during the call: it {reason}"))
+            if breach is not None:
+                call.put(self._resource_error(*breach))
+            else:
+                call.put(SandBoxError(f"the sandbox process died during the call: it {reason}"))
         with self.lock:
             self.async_wanted.notify_all()
 
@@ -460,6 +527,9 @@ class Child:
     def _open(self) -> tuple[int, _Pending]:
         pending = _Pending()
         with self.lock:
+            output = self.output
+            if not self.pending and output is not None:
+                output.count = 0  # limit-output counts per call (since the child was idle)
             call_id = self.next_id
             self.next_id += 1
             self.pending[call_id] = pending
@@ -497,6 +567,11 @@ class Child:
             return call_id, pending
         raise AssertionError("unreachable")
 
+    def _resource_error(self, key: str, what: str) -> BaseException:
+        from ..errors import resource_error
+
+        return resource_error(key, self.limits.message(key, what, tool="pysandboxes"))
+
     def cancel(self, call_id: int, kind: int | None = None) -> None:
 
         with contextlib.suppress(ChannelClosed, OSError):
@@ -509,7 +584,13 @@ class Child:
             raise frame
         self.drain_output()
         if frame.kind == ERROR:
-            raise codec.decode_exception(bytes(frame.payload))
+            error = codec.decode_exception(bytes(frame.payload))
+            breach = _limit_breach(error, self.limits)
+            if breach is not None:
+                if breach[0] == "limit-memory":  # the next call gets a fresh child
+                    self._die(f"exceeded {self.limits.shown('limit-memory')}", count=False)
+                raise self._resource_error(*breach) from error
+            raise error
         if self.learner is not None and self.mode != codec.OBJECTS:
             try:
                 return codec.loads_result(frame.payload, frame.buffers, mode=self.mode, guard=self.guard)
@@ -695,6 +776,20 @@ def _spawn_loop(jobs: Any) -> None:
             answer.put((True, function(*args, **kwargs)))
         except BaseException as exc:
             answer.put((False, exc))
+
+
+def _limit_breach(error: BaseException, limits: Any) -> tuple[str, str] | None:
+    """An error a call raised that a limit caused: ``(key, what)``."""
+    if isinstance(error, MemoryError) and limits["limit-memory"]:
+        return ("limit-memory", "MemoryError")
+    if isinstance(error, OSError) and not isinstance(error, SandBoxError):
+        if error.errno == 27 and limits["limit-file-size"]:
+            return ("limit-file-size", "a write beyond it failed: File too large")
+        if error.errno == 24 and limits["limit-open-files"]:
+            return ("limit-open-files", "Too many open files")
+        if error.errno == 11 and limits["limit-processes"] and isinstance(error, BlockingIOError):
+            return ("limit-processes", "a new process was refused")
+    return None
 
 
 def _describe_exit(code: int | None) -> str:
