@@ -48,7 +48,7 @@ class Session:
         self.target = policy.learn_target
         self.environ = dict(environ)  # the host's, for ${VIRTUAL_ENV}, ~ and ${TMPDIR}
         self.tool = tool
-        self.recorder = Recorder()
+        self.recorder = Recorder(policy=policy)
         self.finished = False
 
     def start(self) -> None:
@@ -82,7 +82,7 @@ class Session:
         recorder = self.recorder
         recorder.suspended = True
         try:
-            counts, refused, _backup = writer.write(
+            counts, refused, _backup, created = writer.write(
                 recorder,
                 self.policy,
                 self.target,
@@ -92,7 +92,7 @@ class Session:
         except OSError as exc:
             _say(f"{self.tool}: learning: could not write {self.target}: {exc}; the rules were not saved")
             return
-        for line in writer.summary(counts, refused, self.target, shown(self.target)):
+        for line in writer.summary(counts, refused, self.target, shown(self.target), created):
             _say(f"{self.tool}: {line}")
 
 

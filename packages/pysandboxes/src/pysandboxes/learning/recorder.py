@@ -16,11 +16,14 @@ import _thread
 import os
 import posix
 import sys
+import threading
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterator
     from typing import Any
+
+    from ..rules.policy import Policy
 
 #: Variables that steer learning itself: never turned into rules.
 CONTROL_VARIABLES = frozenset({"PYTHON_DOTENV_DISABLED", "SANDBOX_LEARN"})
@@ -42,9 +45,21 @@ def _exists(path: str) -> bool:
 class Recorder:
     """Facts seen during one learning run. Thread-safe; cheap enough for a trusted run."""
 
-    def __init__(self, journal: Callable[[tuple[Any, ...]], None] | None = None) -> None:
+    def __init__(
+        self, journal: Callable[[tuple[Any, ...]], None] | None = None, policy: Policy | None = None
+    ) -> None:
         self._lock = _thread.allocate_lock()
+        self._busy = threading.local()  # a thread inside file(): its own lookups pass
         self.journal = journal
+        files = policy.files_policy if policy is not None else None
+        #: the rule files and the learn output: never writable, learning or not
+        self.protected = tuple(sorted(files.protected)) if files is not None else ()
+        #: ignore= rules apply while learning too: (absolute, match)
+        self.ignores = (
+            tuple((i.absolute, i.regex.match, i.rule.describe()) for i in files.ignores)
+            if files is not None
+            else ()
+        )
         #: while True (the writer is at work) every access is allowed and nothing recorded
         self.suspended = False
         self.files: dict[str, bool] = {}  # absolute path -> written
@@ -146,14 +161,47 @@ class Recorder:
     # -- the guards' callbacks (True: allow) ------------------------------------------------
 
     def file(self, path: str, write: bool, message: str) -> bool:
-        if self.suspended:
+        if self.suspended or getattr(self._busy, "on", False):
             return True
+        self._busy.on = True
+        try:
+            return self._file(path, write, message)
+        finally:
+            self._busy.on = False
+
+    def _refuse_untouchable(self, path: str, write: bool) -> None:
+        """Raise the refusal of a path no rule can open: ignored, or (to write) a rule file or
+        a directory holding one. Learning does not lift these."""
+        from ..errors import RuleFileNotFoundError, RulePermissionError
+
+        real = os.path.realpath(path)
+        for candidate in {path, real}:
+            for absolute, match, rule in self.ignores:
+                if absolute:
+                    probe = candidate
+                    while True:
+                        if match(probe) is not None:
+                            raise RuleFileNotFoundError(f"Access to '{real}' is ignored by rule {rule}", real)
+                        if probe == "/":
+                            break
+                        probe = os.path.dirname(probe)
+                elif any(match(part) is not None for part in candidate.split("/") if part):
+                    raise RuleFileNotFoundError(f"Access to '{real}' is ignored by rule {rule}", real)
+            if write and any(
+                p == candidate or p.startswith(candidate.rstrip("/") + "/") for p in self.protected
+            ):
+                raise RulePermissionError(
+                    f"Cannot write to '{real}': it is part of the active sandbox configuration.", real
+                )
+
+    def _file(self, path: str, write: bool, message: str) -> bool:
         if message.startswith("Access to '") and "must be accepted by a rule" in message:
             pass
         elif message.startswith("Cannot write to '") and "exposes it read-only" in message:
             write = True
         else:
             return False  # ignore=, the rule files: no rule lifts these
+        self._refuse_untouchable(path, write)
         if not write and not _exists(path):
             return True  # a probe for a missing file: refused or not, it is not there
         if _tolerated():
@@ -213,7 +261,7 @@ def _tolerated() -> bool:
 
 # -- the environment -----------------------------------------------------------------------
 
-_SCANNERS = ("/_collections_abc.py", "/os.py")
+_SCANNERS = ("/_collections_abc.py", "/os.py", "<frozen _collections_abc>", "<frozen os>")
 
 
 def _reader(depth: int = 2) -> str | None:
@@ -239,6 +287,8 @@ def record_environment(recorder: Recorder) -> None:
     original = os.environ
     base: Any = type(original)
     set_here: set[str] = set()
+    #: names the program obtained by listing the environment: reading one back is a scan
+    listed: set[str] = set()
 
     def note(key: Any, present: bool) -> None:
         if recorder.suspended or not isinstance(key, str):
@@ -248,7 +298,10 @@ def record_environment(recorder: Recorder) -> None:
         how = _reader(3)
         if how is None:
             return
-        recorder.add(("env", key, "scan" if how == "scan" else "present" if present else "absent"))
+        if how == "scan" or key in listed:
+            recorder.add(("env", key, "scan"))
+        else:
+            recorder.add(("env", key, "present" if present else "absent"))
 
     class LearningEnviron(base):  # type: ignore[misc, valid-type]
         def __getitem__(self, key: Any) -> str:
@@ -277,6 +330,12 @@ def record_environment(recorder: Recorder) -> None:
                 return False
             note(key, True)
             return True
+
+        def __iter__(self) -> Any:
+            for key in super().__iter__():
+                if isinstance(key, str):
+                    listed.add(key)
+                yield key
 
         def __setitem__(self, key: Any, value: Any) -> None:
             if isinstance(key, str):

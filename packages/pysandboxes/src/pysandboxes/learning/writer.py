@@ -171,8 +171,11 @@ def _directory_for(path: str, write: bool) -> str | None:
     its parent; the nearest existing one when it is gone (temporary files)."""
     real = os.path.realpath(path)
     if os.path.isdir(real):
-        return real
-    directory = os.path.dirname(real)
+        directory = real
+    else:
+        directory = os.path.dirname(real)
+    if os.path.basename(directory) == "__pycache__":  # a module's cached bytecode: its directory
+        directory = os.path.dirname(directory)
     while not os.path.isdir(directory):
         if directory == "/":
             return None
@@ -234,7 +237,8 @@ def _net_lines(recorder: Recorder, refused: list[str], environ: Mapping[str, str
     ports: dict[tuple[str, str, str], set[int]] = {}
     used_names: set[str] = set()
     for protocol, host, port, direction in recorder.net:
-        name = recorder.addresses.get(host, host)
+        # a listener is written with the address it bound; a connection with the name it used
+        name = recorder.addresses.get(host, host) if direction == "out" else host
         if name != host:
             used_names.add(name)
         if not _is_host(name):
@@ -252,12 +256,15 @@ def _net_lines(recorder: Recorder, refused: list[str], environ: Mapping[str, str
         if 0 in numbers:
             shown = "*"
         lines.append(f"net=ALLOW|{protocol}|{host}|{shown}|{direction.upper()}")
+    resolved = set(recorder.addresses.values())
     for name, asked in sorted(recorder.lookups.items()):
         if name in used_names or name.rstrip(".") in used_names:
             continue
         if not _is_host(name):
             refused.append(f"host {_shown(name)}: not an address or a host name")
             continue
+        if name not in resolved and name.rstrip(".") not in resolved:
+            continue  # the name did not resolve: the program reached nothing through it
         wanted = sorted(p for p in asked if 0 < p <= 65535)
         if wanted:
             lines.append(
@@ -409,7 +416,11 @@ def merge(text: str, learned: Learned, stamp: str) -> tuple[str, dict[str, int]]
             new += pending_comments
             pending_comments = []
             new.append(line)
-        rules = sum(1 for line in new if _is_rule(line) and not line.startswith("#"))
+        rules = sum(
+            (len(line.split(",")) if line.startswith("python-import=") else 1)
+            for line in new
+            if _is_rule(line) and not line.startswith("#")
+        )
         candidates = sum(1 for line in new if line.startswith("#") and _is_rule(line))
         if not new:
             continue
@@ -448,9 +459,11 @@ def write(
     *,
     environ: Mapping[str, str],
     default_provider: str,
-) -> tuple[dict[str, int], list[str], str | None]:
+) -> tuple[dict[str, int], list[str], str | None, bool]:
     """Write what ``recorder`` learned into ``target``: ``(rules added per family, refused
-    values, backup file or None)``. Nothing new: the file is left alone."""
+    values, backup file or None, whether the file was created)``. Nothing new: an existing
+    file is left alone; a missing one is still created from the template (a first run that
+    needed nothing must not leave every later run learning)."""
     from ..rules.template import render_template
 
     learned = render(recorder, policy, os.path.dirname(os.path.abspath(target)), environ)
@@ -462,8 +475,8 @@ def write(
         text = render_template(default_provider)
     stamp = time.strftime("%Y-%m-%d %H:%M")
     merged, counts = merge(text, learned, stamp)
-    if not counts:
-        return counts, learned.refused, None
+    if not counts and exists:
+        return counts, learned.refused, None, False
     backup = None
     mode = 0o644
     if exists:
@@ -488,14 +501,19 @@ def write(
         except OSError:
             pass
         raise
-    return counts, learned.refused, backup
+    return counts, learned.refused, backup, not exists
 
 
-def summary(counts: Mapping[str, int], refused: Iterable[str], target: str, shown_target: str) -> list[str]:
+def summary(
+    counts: Mapping[str, int], refused: Iterable[str], target: str, shown_target: str, created: bool = False
+) -> list[str]:
     """The lines printed at the end of a learning run."""
     refused = list(refused)
     out: list[str] = []
-    if counts:
+    if created and not counts:
+        out.append(f"learning: wrote {shown_target} from the template; this run needed no other rule")
+        out.append(f"review it before use: pysandboxes check {shown_target}")
+    elif counts:
         total = sum(counts.values())
         parts = ", ".join(f"{family} {counts[family]}" for family, _ in FAMILIES if family in counts)
         out.append(f"learned {total} rule{'s' if total != 1 else ''} into {shown_target} ({parts})")
