@@ -195,51 +195,71 @@ def test_api_function_round_trip(learn: Learn) -> None:
     learn.write(
         "app.py",
         """
-        import sys
-        namespace = {}
-        exec("x = 6 * 7", namespace)
-        print(namespace["x"])
+        import os, sys
+        print(os.nice(0) >= 0)
         if sys.argv[1:] == ["more"]:
-            print(eval("1 + 1"))
+            os.setpgrp()
         """,
     )
     learn.learn("app.py")
     assert learn.block("api") == [
-        "# ⚠ dynamic-code: run code given as a string (see the eval-* rules for a guarded alternative)",
-        "python-api=ALLOW:builtins.exec",
+        "# process-control: signal, renice or limit processes",
+        "python-api=ALLOW:os.nice",
     ]
-    assert learn.strict("app.py").lines == ["42"]
+    assert learn.strict("app.py").lines == ["True"]
     refused = learn.run("app.py", "more")
     assert refused.returncode == 1
-    assert refused.lines == ["42"]
-    assert "builtins.eval() is denied by the API guard (category: dynamic-code)." in refused.errors[-2], (
-        refused
-    )
+    assert refused.lines == ["True"]
+    assert refused.errors[-2] == (
+        "pysandboxes.errors.RuleApiPermissionError: os.setpgrp() is denied by the API guard "
+        "(category: process-control)."
+    ), refused
 
 
-def test_api_category_collapse_round_trip(learn: Learn) -> None:
+def test_eval_round_trip_learns_the_sub_language(learn: Learn) -> None:
     learn.write(
         "app.py",
         """
-        import os, sys
+        import sys
         namespace = {}
         exec(compile("x = 6 * 7", "<s>", "exec"), namespace)
-        print(eval("x", namespace))
+        print(eval("x", namespace), eval("[n * 2 for n in range(3)]"))
         if sys.argv[1:] == ["more"]:
-            os.system("true")
+            print(eval("1 < 2"))
         """,
     )
+    learned = learn.learn("app.py")
+    assert learned.lines == ["42 [0, 2, 4]"]
+    assert learn.block("eval") == ["eval-syntax=arith, assign, comprehension", "eval-call=range"]
+    assert learn.block("api") == []  # exec() of the program's own compile() needs no grant
+    assert learn.strict("app.py").lines == learned.lines
+    refused = learn.run("app.py", "more")
+    assert refused.returncode == 1
+    assert refused.errors[-2].startswith("pysandboxes.errors.EvalSyntaxRejected: "), refused
+    assert "eval-syntax=compare" in "\n".join(refused.errors), refused
+
+
+def test_eval_learning_never_combines_with_raw_dynamic_code(learn: Learn) -> None:
+    learn.rules("python-api=ALLOW:builtins.exec", "python-api=ALLOW:builtins.compile")
+    learn.write("app.py", 'print(eval("6 * 7"))\n')
     learn.learn("app.py")
+    # eval-* lines next to python-api=ALLOW:builtins.* would not load
+    assert not [line for line in learn.text().splitlines() if line.startswith("eval-")]
     assert learn.block("api") == [
         "# ⚠ dynamic-code: run code given as a string (see the eval-* rules for a guarded alternative)",
         "python-api=ALLOW:dynamic-code",
     ]
     assert learn.strict("app.py").lines == ["42"]
-    refused = learn.run("app.py", "more")
-    assert refused.returncode == 1
-    assert refused.errors[-2] == (
-        "pysandboxes.errors.RuleApiPermissionError: os.system() is denied by the API guard (category: process-exec)."
-    ), refused
+
+
+def test_a_foreign_code_object_needs_the_api_grant(learn: Learn) -> None:
+    learn.write("app.py", "code = (lambda: 42).__code__\nprint(eval(code))\n")
+    learn.learn("app.py")
+    assert learn.block("api") == [
+        "# ⚠ dynamic-code: run code given as a string (see the eval-* rules for a guarded alternative)",
+        "python-api=ALLOW:builtins.eval",
+    ]
+    assert learn.strict("app.py").lines == ["42"]
 
 
 def test_a_module_with_bytecode_round_trips(learn: Learn) -> None:
@@ -261,17 +281,6 @@ def test_a_module_without_bytecode_round_trips(learn: Learn) -> None:
         "python-import=helper",
     ]
     assert learn.strict("app.py", env={"PYTHONDONTWRITEBYTECODE": "1"}).lines == ["1"]
-
-
-def test_api_category_collapses_with_what_is_already_allowed(learn: Learn) -> None:
-    learn.rules("python-api=ALLOW:builtins.exec", "python-api=ALLOW:builtins.compile")
-    learn.write("app.py", 'print(eval("6 * 7"))\n')
-    learn.learn("app.py")
-    assert learn.block("api") == [
-        "# ⚠ dynamic-code: run code given as a string (see the eval-* rules for a guarded alternative)",
-        "python-api=ALLOW:dynamic-code",
-    ]
-    assert learn.strict("app.py").lines == ["42"]
 
 
 # -- idempotence and backups -----------------------------------------------------------------

@@ -180,6 +180,7 @@ def prepare(
             allow_dynamic=interactive,
             learning=learner is not None,
             eval_profile=policy.eval_profiles.get(""),
+            learn_eval=learner.dynamic if learner is not None else None,
         )
         sys.addaudithook(hook)
         _Armed.policy = policy
@@ -203,6 +204,7 @@ def _install_wrappers(
     allow_dynamic: bool = False,
     learning: bool = False,
     eval_profile: Any = None,
+    learn_eval: Callable[[str, Any, str, Any], None] | None = None,
 ) -> None:
     import os
     import posix
@@ -236,7 +238,7 @@ def _install_wrappers(
         setattr(
             builtins,
             name,
-            _dynamic_code_wrapper(name, getattr(builtins, name), refuse, library, eval_profile),
+            _dynamic_code_wrapper(name, getattr(builtins, name), refuse, library, eval_profile, learn_eval),
         )
 
 
@@ -365,11 +367,13 @@ def _dynamic_code_wrapper(
     refuse: Callable[[str], None],
     library: tuple[str, ...],
     profile: Any = None,
+    learn: Callable[[str, Any, str, Any], None] | None = None,
 ) -> Callable[..., Any]:
     """``eval``/``exec``/``compile`` that name themselves when refused; library code passes.
 
     With a default ``eval-*`` profile (``eval-KEY=`` lines) the program's calls run through the
-    eval guard (``pysandboxes.evaluation``, imported on the first such call) instead."""
+    eval guard (``pysandboxes.evaluation``, imported on the first such call) instead. Learning
+    mode (``learn``): the ``eval-*`` lines the source needs are recorded, and it runs raw."""
     getframe = sys._getframe
     function = f"builtins.{name}"
     guard: list[Any] = []  # (engine module, default profile), once a program's call needs them
@@ -393,6 +397,12 @@ def _dynamic_code_wrapper(
     if name == "compile":
 
         def compile(*args: Any, **kwargs: Any) -> Any:
+            if learn is not None and not from_library(getframe(1)):
+                source = args[0] if args else kwargs.get("source")
+                mode = args[2] if len(args) > 2 else kwargs.get("mode", "exec")
+                result = original(*args, **kwargs)
+                learn(name, source, mode if isinstance(mode, str) else "exec", result)
+                return result
             if not from_library(getframe(1)):
                 found = eval_guard()
                 if found is not None:
@@ -404,7 +414,9 @@ def _dynamic_code_wrapper(
 
         def run(source: Any, globals: Any = None, locals: Any = None, /, **kwargs: Any) -> Any:
             caller = getframe(1)
-            if not from_library(caller):
+            if learn is not None and not from_library(caller):
+                learn(name, source, "eval" if name == "eval" else "exec", None)
+            elif not from_library(caller):
                 found = eval_guard()
                 if found is not None:
                     return found[0].guarded_run(name, found[1], source, globals, locals, caller, **kwargs)

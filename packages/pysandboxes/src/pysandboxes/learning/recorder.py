@@ -17,6 +17,8 @@ import os
 import posix
 import sys
 import threading
+import types
+import weakref
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -55,6 +57,11 @@ class Recorder:
         #: the rule files and the learn output: never writable, learning or not
         self.protected = tuple(sorted(files.protected)) if files is not None else ()
         #: ignore= rules apply while learning too: (absolute, match)
+        #: the rules grant eval/exec/compile unguarded: learning records grants of the same kind
+        self.raw_dynamic = policy is not None and any(
+            policy.decide_api(f"builtins.{n}").allowed for n in ("eval", "exec", "compile")
+        )
+        self.compiled: weakref.WeakSet[types.CodeType] = weakref.WeakSet()
         self.ignores = (
             tuple((i.absolute, i.regex.match, i.rule.describe()) for i in files.ignores)
             if files is not None
@@ -224,6 +231,41 @@ class Recorder:
             number = 0  # a service name: the connection that follows tells the port
         self.add(("lookup", name, number))
         return True
+
+    def dynamic(self, function: str, source: Any, mode: str, result: Any = None) -> None:
+        """eval/exec/compile of the program: the ``eval-*`` lines its source needs (the source
+        then runs as it is). ``python-api=ALLOW:builtins.X`` instead when the rules already
+        grant raw dynamic code (the two cannot be combined), or for a code object that the
+        program's own ``compile()`` did not make."""
+        if self.suspended:
+            return
+        if self.raw_dynamic:
+            self.add(("api", f"builtins.{function}"))
+            return
+        if isinstance(source, types.CodeType):
+            if source not in self.compiled:
+                self.add(("api", f"builtins.{function}"))
+            return
+        if isinstance(source, (bytes, bytearray)):
+            source = bytes(source).decode("utf-8", "replace")
+        lines: list[str] | None = None
+        if isinstance(source, str) and mode in ("eval", "exec", "single"):
+            try:
+                from ..evaluation import needed_rules
+
+                lines = needed_rules(source, mode)
+            except Exception:  # not Python, or beyond what a profile can express
+                lines = None
+        if lines is None:
+            self.add(("api", f"builtins.{function}"))
+            return
+        if isinstance(result, types.CodeType):
+            self.compiled.add(result)  # exec() of it needs no grant of its own
+        for line in lines:
+            key, _, names = line.partition("=")
+            for name in names.split(","):
+                if name.strip():
+                    self.add(("eval", f"{key}={name.strip()}"))
 
     def refusal(self, refusal: BaseException) -> bool:
         """An import or API refusal (raised by a guard): record it, True to allow."""

@@ -339,19 +339,37 @@ def _api_lines(recorder: Recorder, policy: Policy, refused: list[str]) -> list[s
     return lines
 
 
-def _eval_lines(recorder: Recorder, refused: list[str]) -> list[str]:
-    lines = []
-    for line in sorted(recorder.eval):
-        key, _, value = line.partition("=")
-        ok = key.startswith("eval-") and key[5:].replace("-", "a").isalnum()
-        ok = ok and all(
-            part.strip().replace("_", "a").replace("-", "a").isalnum() for part in value.split(",")
-        )
-        if not ok:
-            refused.append(f"eval rule {_shown(line)}: not a rule this version writes")
+def _eval_lines(recorder: Recorder, policy: Policy, refused: list[str]) -> list[str]:
+    """One line per ``eval-*`` key of the default profile, with the names not granted yet."""
+    from fnmatch import fnmatchcase
+
+    from ..rules.eval_vocab import CORE_NODES, SYNTAX_GROUPS
+
+    profile = policy.eval_profiles.get("")
+    by_key: dict[str, set[str]] = {}
+    for fact in sorted(recorder.eval):
+        key, _, name = fact.partition("=")
+        valid = key in ("eval-syntax", "eval-call", "eval-attribute", "eval-import", "eval-magic")
+        if not valid or not name or not name.replace("_", "a").replace(".", "a").replace("-", "a").isalnum():
+            refused.append(f"eval rule {_shown(fact)}: not a rule this version writes")
             continue
-        lines.append(line)
-    return lines
+        if profile is not None:
+            grants = {
+                "eval-syntax": profile.syntax,
+                "eval-call": profile.calls,
+                "eval-attribute": profile.attributes,
+                "eval-import": profile.imports,
+                "eval-magic": profile.magic,
+            }[key]
+            if key == "eval-syntax":
+                nodes = SYNTAX_GROUPS.get(name, frozenset({name}))
+                if nodes <= (grants.allow | CORE_NODES):
+                    continue
+            elif any(fnmatchcase(name, pattern) for pattern in grants.allow):
+                continue
+        by_key.setdefault(key, set()).add(name)
+    order = ("eval-syntax", "eval-import", "eval-call", "eval-attribute", "eval-magic")
+    return [f"{key}={', '.join(sorted(by_key[key]))}" for key in order if key in by_key]
 
 
 def _result_lines(recorder: Recorder, policy: Policy) -> list[str]:
@@ -374,7 +392,7 @@ def render(recorder: Recorder, policy: Policy, base: str, environ: Mapping[str, 
         "network": _net_lines(recorder, refused, environ),
         "imports": _import_lines(recorder, policy, refused),
         "api": _api_lines(recorder, policy, refused),
-        "eval": _eval_lines(recorder, refused),
+        "eval": _eval_lines(recorder, policy, refused),
         "result": _result_lines(recorder, policy),
     }
     return Learned(lines=lines, refused=refused)
