@@ -565,13 +565,13 @@ def test_unknown_provider_exits_2_before_running(project: Project) -> None:
 
 
 def test_a_provider_that_cannot_start_exits_2_with_the_reason(project: Project) -> None:
-    project.rules("expose-rw=.\nos-sandbox=bwrap\n")
+    project.rules("expose-rw=.\nos-sandbox=qemu\n")
     project.write("app.py", "open('marker', 'w').close()\n")
     result = project.sb("app.py")
     assert (result.returncode, result.stdout) == (2, "")
     assert result.stderr == (
-        "python-sb: os-sandbox=bwrap (from 'os-sandbox=bwrap' from .py-sandboxes(2)) cannot start: "
-        "os-sandbox=bwrap is not implemented in this version of PySandboxes; "
+        "python-sb: os-sandbox=qemu (from 'os-sandbox=qemu' from .py-sandboxes(2)) cannot start: "
+        "os-sandbox=qemu is not implemented in this version of PySandboxes; "
         "use os-sandbox=landlock (or subprocess)\n"
     )
     assert not (project.root / "marker").exists()

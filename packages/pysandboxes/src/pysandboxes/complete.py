@@ -101,6 +101,10 @@ def load(command: CommandLine, environ: Mapping[str, str], cwd: str) -> Policy:
 
 
 def _resolve(name: str) -> list[str]:
+    from .providers.namespaces import Inside
+
+    if Inside.pinned is not None:  # in a namespace sandbox: the host resolved them (no DNS here)
+        return list(Inside.pinned.get(name, []))
     import _socket
 
     try:
@@ -515,25 +519,100 @@ def exec_fresh_interpreter(
     )
     # The interpreter starts with what configures it on the host, as python would (PYTHON*,
     # the locale); the program then sees only the env= result (see run()).
-    environment = {
-        k: v for k, v in os.environ.items() if k.startswith(("PYTHON", "LC_")) or k in ("LANG", "LANGUAGE")
-    }
-    environment.pop("PYTHONINSPECT", None)
     if policy.learning:  # learning: the host's environment (see run())
-        environment = dict(os.environ)
-    environment.update(policy.environment)
-    if "TERM" in os.environ and "TERM" not in environment:
-        environment["TERM"] = os.environ["TERM"]
+        environment = {**os.environ, **policy.environment}
+    else:
+        environment = _interpreter_environment(policy)
     environment[_HANDOFF_ENV] = str(fd)
     sys.stdout.flush()
     sys.stderr.flush()
     os.execve(sys.executable, [sys.executable, *options, "-c", boot], environment)
 
 
+NAMESPACE_PROVIDERS = ("bwrap", "unshare")
+
+
+def _interpreter_environment(policy: Policy) -> dict[str, str]:
+    """What a fresh interpreter starts with: what configures it on the host, as python would
+    (PYTHON*, the locale), then the ``env=`` result; the program sees only the latter."""
+    environment = {
+        k: v for k, v in os.environ.items() if k.startswith(("PYTHON", "LC_")) or k in ("LANG", "LANGUAGE")
+    }
+    environment.pop("PYTHONINSPECT", None)
+    environment.update(policy.environment)
+    if "TERM" in os.environ and "TERM" not in environment:
+        environment["TERM"] = os.environ["TERM"]
+    return environment
+
+
+def run_in_namespaces(
+    argv: list[str], command: CommandLine, policy: Policy, provider: str, cwd: str, *, ipython: bool = False
+) -> int:
+    """``os-sandbox=bwrap|unshare``: start a fresh interpreter inside new namespaces (see
+    ``providers/namespaces.py``) and supervise it from outside: signals, limits, exit status."""
+    import json
+
+    from .providers.namespaces import Network, bwrap_argv, seccomp_fd, view_for
+    from .supervise import supervise
+
+    program = Program(command, cwd, ipython=ipython)  # the files the sandbox must see
+    view = view_for(policy, program.program_files, cwd)
+    network = Network(policy, provider)  # the broker: before the fork, its threads stay here
+    view.hosts_file = network.hosts_file
+    view.anyip_families = network.plan.anyip_families
+    data = json.dumps(
+        {"argv": argv, "environ": dict(os.environ), "cwd": cwd, "ipython": ipython, "inside": provider}
+    ).encode()
+    handoff = os.memfd_create("pysandboxes-handoff", 0)
+    os.write(handoff, data)
+    os.lseek(handoff, 0, os.SEEK_SET)
+    os.set_inheritable(handoff, True)
+    filter_fd = seccomp_fd()
+    info_r, info_w = os.pipe()
+    os.set_inheritable(info_w, True)
+    package_root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    boot = (
+        f"import sys; sys.path.insert(0, {package_root!r}); "
+        "from pysandboxes.complete import resume; sys.exit(resume())"
+    )
+    options = [o for o in command.interpreter_options if o != "-i"]
+    environment = _interpreter_environment(policy)
+    environment.update(network.env)
+    if provider == "bwrap":
+        launcher = bwrap_argv(view, seccomp_fd=filter_fd, info_fd=info_w)
+    else:
+        from .providers.unshare_setup import unshare_argv
+
+        launcher, extra, _view_fd = unshare_argv(view, seccomp_fd=filter_fd, info_fd=info_w)
+        environment.update(extra)
+        os.close(info_w)  # nobody writes it: the supervisor signals unshare itself
+        info_r = -1
+    environment[_HANDOFF_ENV] = str(handoff)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    try:
+        status = supervise(
+            limits_of(policy),
+            argv=[*launcher, "--", sys.executable, *options, "-c", boot],
+            env=environment,
+            info_fd=info_r if info_r >= 0 else None,
+        )
+    finally:
+        network.stop()
+    assert status is not None  # only the child returns None, and it execs the launcher
+    return status
+
+
 def resume() -> int:
     """The fresh interpreter's side of :func:`exec_fresh_interpreter`."""
     import json
 
+    from .providers.unshare_setup import enter_if_asked
+
+    enter_if_asked()  # os-sandbox=unshare: build the sandbox's view before anything else
+    from .providers.namespaces import Inside
+
+    Inside.take()
     from . import guards  # noqa: F401 - everything this process needs, imported before the path goes
     from .cli import python_sb  # noqa: F401
     from .providers import landlock  # noqa: F401
@@ -544,7 +623,19 @@ def resume() -> int:
         data = json.loads(f.read())
     from .cli.python_sb import main
 
-    return main(data["argv"], environ=data["environ"], cwd=data["cwd"], fresh=True, ipython=data["ipython"])
+    inside = data.get("inside")
+    if inside:  # in a namespace provider's sandbox: the launcher blocked these for us
+        import signal
+
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, (signal.SIGINT, signal.SIGQUIT, signal.SIGHUP))
+    return main(
+        data["argv"],
+        environ=data["environ"],
+        cwd=data["cwd"],
+        fresh=True,
+        ipython=data["ipython"],
+        inside=inside,
+    )
 
 
 __all__ = [

@@ -23,14 +23,24 @@ import signal
 import sys
 import time
 
-from .limits import EXIT_LIMIT, EXIT_TIMEOUT, Cgroup, Limits, describe_status, stderr
+from .limits import EXIT_LIMIT, EXIT_TIMEOUT, Cgroup, Limits, stderr
 
 _FORWARDED = (signal.SIGTERM, signal.SIGHUP, signal.SIGUSR1, signal.SIGUSR2)
 
 
-def supervise(limits: Limits) -> int | None:
-    """Fork. In the child: return None (go on and run the program). In the parent: wait for
-    the child and return the exit status python-sb must give."""
+def supervise(
+    limits: Limits,
+    *,
+    argv: list[str] | None = None,
+    env: dict[str, str] | None = None,
+    info_fd: int | None = None,
+) -> int | None:
+    """Fork. In the child: return None (go on and run the program), or, with ``argv``, exec it
+    (a namespace provider's launcher: bwrap, unshare) with SIGINT, SIGQUIT and SIGHUP blocked,
+    which the sandboxed interpreter unblocks (the launcher must not die of the terminal's
+    Ctrl-C before the program has handled it). In the parent: wait for the child and return
+    the exit status python-sb must give. ``info_fd``: the read end of bwrap's ``--info-fd``,
+    whose ``child-pid`` receives the forwarded signals."""
     cgroup = Cgroup.create(limits)
     relay = limits["limit-output"] is not None
     pipes = [os.pipe() for _ in range(2)] if relay else []
@@ -46,7 +56,16 @@ def supervise(limits: Limits) -> int | None:
             os.dup2(w, fd)
             os.close(r)
             os.close(w)
-        return None
+        if argv is None:
+            return None
+        if info_fd is not None:
+            os.close(info_fd)
+        signal.pthread_sigmask(signal.SIG_BLOCK, _LAUNCHER_BLOCKED)
+        try:
+            os.execve(argv[0], argv, env if env is not None else os.environ)
+        except OSError as exc:
+            stderr(f"python-sb: cannot start {argv[0]}: {exc}")
+        os._exit(2)
     os.close(ready_r)
     for _r, w in pipes:
         os.close(w)
@@ -59,18 +78,48 @@ def supervise(limits: Limits) -> int | None:
             os.waitpid(pid, 0)
             cgroup.remove()
             return 2
+    target = [pid]  # the sandboxed program once bwrap says which pid it is
+    if info_fd is not None:
+        import threading
+
+        threading.Thread(target=_read_child_pid, args=(info_fd, target), daemon=True).start()
     for number in _FORWARDED:
-        signal.signal(number, lambda signum, frame: _forward(pid, signum))
+        signal.signal(number, lambda signum, frame: _forward(target[-1], signum))
     for number in (signal.SIGINT, signal.SIGQUIT):
         signal.signal(number, signal.SIG_IGN)
     os.write(ready_w, b"x")
     os.close(ready_w)
     try:
-        return _wait(pid, limits, cgroup, [r for r, _ in pipes])
+        return _wait(pid, limits, cgroup, [r for r, _ in pipes], launcher=argv is not None)
     finally:
         if cgroup is not None:
             cgroup.kill()
             cgroup.remove()
+
+
+_LAUNCHER_BLOCKED = (signal.SIGINT, signal.SIGQUIT, signal.SIGHUP)
+
+
+def _read_child_pid(fd: int, target: list[int]) -> None:
+    import json
+
+    chunks = []
+    try:
+        while True:
+            data = os.read(fd, 4096)
+            if not data:
+                break
+            chunks.append(data)
+    except OSError:
+        pass
+    finally:
+        os.close(fd)
+    try:
+        pid = json.loads(b"".join(chunks) or b"{}").get("child-pid")
+    except ValueError:
+        return
+    if isinstance(pid, int) and pid > 0:
+        target.append(pid)
 
 
 def _forward(pid: int, signum: int) -> None:
@@ -78,7 +127,19 @@ def _forward(pid: int, signum: int) -> None:
         os.kill(pid, signum)
 
 
-def _wait(pid: int, limits: Limits, cgroup: Cgroup | None, pipes: list[int]) -> int:
+def _signal_of(status: int, launcher: bool) -> int | None:
+    """The signal that ended the program: its own, or, behind a launcher (bwrap exits with
+    128 + the signal of its child), the one the launcher reports."""
+    if os.WIFSIGNALED(status):
+        return os.WTERMSIG(status)
+    if launcher and os.WIFEXITED(status) and 129 <= os.WEXITSTATUS(status) <= 128 + 64:
+        return os.WEXITSTATUS(status) - 128
+    return None
+
+
+def _wait(
+    pid: int, limits: Limits, cgroup: Cgroup | None, pipes: list[int], *, launcher: bool = False
+) -> int:
     import select
 
     timeout = limits["timeout"]
@@ -144,24 +205,27 @@ def _wait(pid: int, limits: Limits, cgroup: Cgroup | None, pipes: list[int]) -> 
             _write_all(open_pipes[r], data)
         os.close(r)
     assert usage is not None
+    number = _signal_of(status, launcher)
     if breach is None:
-        breach = _breach(status, usage, limits, cgroup)
+        breach = _breach(number, usage, limits, cgroup)
     if breach is not None:
         key, what = breach
-        stderr(limits.message(key, what if key != "limit-cpu" else f"{what}, {describe_status(status)}"))
+        if key == "limit-cpu" and number is not None:
+            what = f"{what}, killed by {signal.Signals(number).name}"
+        stderr(limits.message(key, what))
         return EXIT_TIMEOUT if key == "timeout" else EXIT_LIMIT
-    if os.WIFSIGNALED(status):
-        number = os.WTERMSIG(status)
+    if number is not None:
         signal.signal(number, signal.SIG_DFL)
         os.kill(os.getpid(), number)
         return 128 + number
     return os.waitstatus_to_exitcode(status)
 
 
-def _breach(status: int, usage: object, limits: Limits, cgroup: Cgroup | None) -> tuple[str, str] | None:
+def _breach(
+    number: int | None, usage: object, limits: Limits, cgroup: Cgroup | None
+) -> tuple[str, str] | None:
     cpu = limits["limit-cpu"]
-    if os.WIFSIGNALED(status):
-        number = os.WTERMSIG(status)
+    if number is not None:
         used = usage.ru_utime + usage.ru_stime  # type: ignore[attr-defined]
         if cpu and (number == signal.SIGXCPU or (number == signal.SIGKILL and used >= int(cpu))):
             return ("limit-cpu", f"{used:.1f}s of CPU")

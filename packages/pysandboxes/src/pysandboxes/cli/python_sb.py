@@ -21,6 +21,7 @@ def main(
     cwd: str | None = None,
     fresh: bool = False,
     ipython: bool = False,
+    inside: str | None = None,
 ) -> int:
     args = list(sys.argv[1:] if argv is None else argv)
     try:
@@ -54,7 +55,15 @@ def main(
         policy = complete.load(command, host_environ, here)
         # The program runs below this frame: it must not find the host's variables in it.
         host_environ.clear()
-        provider = complete.LEARNING if policy.learning else providers.require(policy)
+        if inside is not None:  # already in the sandbox a namespace provider built
+            provider = inside
+            from ..providers.namespaces import start_forwarder
+
+            policy = start_forwarder(policy, provider)
+        else:
+            provider = complete.LEARNING if policy.learning else providers.require(policy)
+        if not fresh and provider in complete.NAMESPACE_PROVIDERS:
+            return complete.run_in_namespaces(args, command, policy, provider, here, ipython=ipython)
         if not fresh and complete.limits_of(policy).supervised():
             from ..supervise import supervise
 

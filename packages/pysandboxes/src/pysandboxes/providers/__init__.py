@@ -12,8 +12,8 @@ from ..errors import ProviderError
 from ..rules.policy import Policy
 
 #: providers this version can start; the others are recognised by the rules
-IMPLEMENTED = ("none", "subprocess", "landlock")
-PLANNED = ("bwrap", "unshare", "firejail", "qemu")
+IMPLEMENTED = ("none", "subprocess", "landlock", "bwrap", "unshare")
+PLANNED = ("firejail", "qemu")
 
 
 def default_provider() -> str:
@@ -38,6 +38,10 @@ def unavailable_reason(name: str) -> str | None:
         from .landlock import available
 
         return available()
+    if name in ("bwrap", "unshare"):
+        from .namespaces import unavailable_reason as namespaces_reason
+
+        return namespaces_reason(name)
     if name in PLANNED:
         return (
             f"os-sandbox={name} is not implemented in this version of PySandboxes; "

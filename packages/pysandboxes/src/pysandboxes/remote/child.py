@@ -54,6 +54,13 @@ def main() -> None:
     """The child's entry point (see the module docstring)."""
     import json
 
+    from ..providers.unshare_setup import enter_if_asked
+
+    enter_if_asked()  # os-sandbox=unshare: build the sandbox's view before anything else
+    from ..providers.namespaces import Inside
+
+    Inside.take()
+    _Libc.parent = os.getppid()  # the host, or the init of a namespace provider's PID namespace
     sock_fd, handoff_fd = (int(x) for x in os.environ.pop(HANDOFF_ENV).split(","))
     import socket
 
@@ -98,6 +105,10 @@ def _boot(channel: Channel, handoff: dict[str, Any]) -> _Server:
     if policy.net.hostnames:
         policy = policy.pin_hostnames(complete._resolve)
     provider = handoff["provider"]
+    if provider in ("bwrap", "unshare"):
+        from ..providers.namespaces import start_forwarder
+
+        policy = start_forwarder(policy, provider)
     _State.in_sandbox = True
 
     # The program's own modules, loaded as the host loaded them: before the rules apply.
@@ -502,6 +513,7 @@ class _Libc:
     """``killpg`` from libc, resolved before the guards (``os.killpg`` is the program's to ask)."""
 
     killpg: Any = None
+    parent = 0  # the parent this child started with
 
 
 def _prepare_end_group() -> None:
@@ -516,7 +528,7 @@ def _prepare_end_group() -> None:
         # SIGTERM, not SIGKILL: its handler ends the processes this child started too.
         signal.signal(signal.SIGTERM, lambda *_: _end_group())
         libc.prctl(1, int(signal.SIGTERM), 0, 0, 0)  # PR_SET_PDEATHSIG
-        if os.getppid() == 1:  # the host died before the line above
+        if os.getppid() != _Libc.parent:  # the host died before the line above (we were reparented)
             _end_group()
     except (ImportError, AttributeError, OSError):
         _Libc.killpg = None

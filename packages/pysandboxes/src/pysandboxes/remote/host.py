@@ -154,6 +154,7 @@ class Child:
 
         self.limits = from_policy(policy, partial=True)
         self.cgroup: Any = None  # the current child's own cgroup, when the host allows one
+        self.network: Any = None  # namespace providers: the current child's network broker
         #: a limit the current child broke: (key, what); its calls fail with it
         self.breach: tuple[str, str] | None = None
         self.lock = threading.Lock()
@@ -192,12 +193,19 @@ class Child:
         env = dict(self.policy.environment)
         env["PYSANDBOXES_CHILD"] = f"{child.fileno()},{handoff}"
         root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+        # -u: what the function prints reaches the pipe at once, in the order written
+        argv = [sys.executable, "-E", "-s", "-u", *_bytecode_options(), "-c", _BOOT.format(root=root)]
+        fds = [child.fileno(), handoff]
+        if self.provider in ("bwrap", "unshare"):
+            launcher, extra, more_env = self._launcher()
+            argv = [*launcher, "--", *argv]
+            fds += extra
+            env.update(more_env)
         try:
             self.process = _in_spawner_thread(
                 subprocess.Popen,
-                # -u: what the function prints reaches the pipe at once, in the order written
-                [sys.executable, "-E", "-s", "-u", *_bytecode_options(), "-c", _BOOT.format(root=root)],
-                pass_fds=(child.fileno(), handoff),
+                argv,
+                pass_fds=tuple(fds),
                 stdin=subprocess.DEVNULL,
                 stdout=out_w,
                 stderr=err_w,
@@ -210,6 +218,8 @@ class Child:
             os.close(handoff)
             os.close(out_w)
             os.close(err_w)
+            for fd in fds[2:]:
+                os.close(fd)
         self.breach = None
         if self.limits.kernel():
             from ..limits import Cgroup
@@ -237,6 +247,38 @@ class Child:
             self.reader_started = True
             threading.Thread(target=self._read_for_coroutines, name="pysandboxes-reader", daemon=True).start()
         del ready
+
+    def _launcher(self) -> tuple[list[str], list[int], dict[str, str]]:
+        """bwrap's or unshare's command line for the child, and the descriptors it reads."""
+        from ..providers.namespaces import Network, bwrap_argv, seccomp_fd, view_for
+
+        files = [self.settings["main_file"]] if self.settings.get("main_file") else []
+        for name in self.settings["modules"]:
+            module = sys.modules.get(name)
+            path = getattr(module, "__file__", None)
+            if isinstance(path, str):
+                # a package's whole directory: its submodules are imported in the child
+                files.append(os.path.dirname(path) if path.endswith("__init__.py") else path)
+        view = view_for(self.policy, files, self.settings["cwd"])
+        self._stop_network()
+        network = self.network = Network(self.policy, self.provider)
+        view.hosts_file = network.hosts_file
+        view.anyip_families = network.plan.anyip_families
+        filter_fd = seccomp_fd()
+        # the broker's sandbox end is passed, then closed here (the network keeps no copy)
+        fds = [filter_fd, *([network.fd] if network.fd is not None else [])]
+        network.fd = None
+        if self.provider == "bwrap":
+            return bwrap_argv(view, seccomp_fd=filter_fd, info_fd=None), fds, dict(network.env)
+        from ..providers.unshare_setup import unshare_argv
+
+        launcher, more_env, view_fd = unshare_argv(view, seccomp_fd=filter_fd, info_fd=None)
+        return launcher, [*fds, view_fd], {**network.env, **more_env}
+
+    def _stop_network(self) -> None:
+        network, self.network = self.network, None
+        if network is not None:
+            network.stop()
 
     def _wait_ready(self, channel: Channel) -> Frame:
         import select
@@ -414,6 +456,7 @@ class Child:
         return None
 
     def _release_cgroup(self) -> None:
+        self._stop_network()
         cgroup, self.cgroup = self.cgroup, None
         if cgroup is not None:
             cgroup.kill()

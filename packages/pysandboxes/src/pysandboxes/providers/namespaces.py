@@ -1,0 +1,420 @@
+"""The ``bwrap`` and ``unshare`` providers: the program runs in its own namespaces.
+
+Both build the same sandbox:
+
+* new user, mount, PID, IPC, UTS, cgroup and network namespaces;
+* a root that is an empty tmpfs holding only, read-only, what the interpreter needs (the same
+  minimum as the ``landlock`` provider: its prefixes, the virtual environment, the ``sys.path``
+  entries, the directories of the shared libraries it maps, the CA stores and a few single
+  files of ``/etc``), the ``expose-ro=`` directories read-only and the ``expose-rw=``
+  directories writable; a private ``/tmp``, a minimal ``/dev`` and a ``/proc`` of the new PID
+  namespace. The working directory exists but is empty unless a rule exposes it. The rule files
+  inside writable directories are bound read-only again; files and directories matched by
+  ``ignore=`` are masked (replaced by an empty file or directory);
+* every capability dropped, ``no_new_privs``, and a seccomp filter that refuses the system calls a
+  sandboxed Python program never needs (see :data:`DENIED_SYSCALLS`);
+* no network but the sandbox's own loopback, unless ``net=`` rules allow destinations (the
+  network broker of ``netbroker.py`` then forwards exactly those).
+
+``bwrap`` uses bubblewrap (0.8.0, Debian 12's, and newer); ``unshare`` uses util-linux
+``unshare`` for the namespaces and does the mounts itself (:mod:`.unshare_setup`).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import struct
+import sys
+
+from ..errors import ProviderError
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Sequence
+    from typing import Any
+
+    from ..rules.policy import Policy
+
+#: x86_64 system calls refused with EPERM: namespace and mount changes, tracing, kernel keyrings,
+#: BPF, kernel modules, reboot and clock changes, raw I/O ports, handles that cross mounts,
+#: cross-process memory access, and the new mount API.
+DENIED_SYSCALLS: dict[str, int] = {
+    "ptrace": 101,
+    "syslog": 103,
+    "acct": 163,
+    "settimeofday": 164,
+    "mount": 165,
+    "umount2": 166,
+    "swapon": 167,
+    "swapoff": 168,
+    "reboot": 169,
+    "sethostname": 170,
+    "setdomainname": 171,
+    "iopl": 172,
+    "ioperm": 173,
+    "init_module": 175,
+    "delete_module": 176,
+    "quotactl": 179,
+    "pivot_root": 155,
+    "adjtimex": 159,
+    "chroot": 161,
+    "lookup_dcookie": 212,
+    "clock_settime": 227,
+    "kexec_load": 246,
+    "add_key": 248,
+    "request_key": 249,
+    "keyctl": 250,
+    "unshare": 272,
+    "perf_event_open": 298,
+    "name_to_handle_at": 303,
+    "open_by_handle_at": 304,
+    "setns": 308,
+    "process_vm_readv": 310,
+    "process_vm_writev": 311,
+    "finit_module": 313,
+    "kexec_file_load": 320,
+    "bpf": 321,
+    "userfaultfd": 323,
+    "open_tree": 428,
+    "move_mount": 429,
+    "fsopen": 430,
+    "fsconfig": 431,
+    "fsmount": 432,
+    "fspick": 433,
+    "mount_setattr": 442,
+}
+#: clone() with a namespace flag, and clone3() (ENOSYS: the C library falls back to clone)
+_CLONE = 56
+_CLONE3 = 435
+_NAMESPACE_FLAGS = 0x7E020000  # NEWNS | NEWCGROUP | NEWUTS | NEWIPC | NEWUSER | NEWPID | NEWNET
+_IOCTL = 16
+_TIOCSTI = 0x5412  # push characters into the terminal's input
+
+
+def seccomp_filter() -> bytes:
+    """The classic-BPF program (``struct sock_filter[]``) of the seccomp filter, x86_64 only."""
+    import platform
+
+    if platform.machine() not in ("x86_64", "amd64"):
+        raise ProviderError(
+            f"the seccomp filter of this version is built for x86_64 only, not {platform.machine()}"
+        )
+    # BPF opcodes
+    ld_w_abs, jeq, jset, ret = 0x20, 0x15, 0x45, 0x06
+    allow, kill = 0x7FFF0000, 0x80000000
+    errno_eperm, errno_enosys = 0x00050000 | 1, 0x00050000 | 38
+    audit_arch_x86_64 = 0xC000003E
+    program: list[tuple[int, int, int, int]] = []
+
+    def op(code: int, jt: int, jf: int, k: int) -> None:
+        program.append((code, jt, jf, k))
+
+    op(ld_w_abs, 0, 0, 4)  # seccomp_data.arch
+    op(jeq, 1, 0, audit_arch_x86_64)
+    op(ret, 0, 0, kill)  # another ABI (x32, i386 via int 0x80): refused whole
+    op(ld_w_abs, 0, 0, 0)  # seccomp_data.nr
+    op(0x35, 0, 1, 0x40000000)  # jge: the x32 bit set on an x86_64 arch: refused
+    op(ret, 0, 0, kill)
+    for number in sorted(DENIED_SYSCALLS.values()):
+        op(jeq, 0, 1, number)
+        op(ret, 0, 0, errno_eperm)
+    op(jeq, 0, 1, _CLONE3)
+    op(ret, 0, 0, errno_enosys)
+    # clone(flags, ...): flags is args[0], its low 32 bits at offset 16
+    op(jeq, 0, 4, _CLONE)
+    op(ld_w_abs, 0, 0, 16)
+    op(jset, 0, 1, _NAMESPACE_FLAGS)
+    op(ret, 0, 0, errno_eperm)
+    op(ret, 0, 0, allow)
+    # ioctl(fd, TIOCSTI, ...): request is args[1], low 32 bits at offset 24
+    op(jeq, 0, 3, _IOCTL)
+    op(ld_w_abs, 0, 0, 24)
+    op(jeq, 0, 1, _TIOCSTI)
+    op(ret, 0, 0, errno_eperm)
+    op(ret, 0, 0, allow)
+    return b"".join(struct.pack("=HBBI", *instruction) for instruction in program)
+
+
+# -- availability -------------------------------------------------------------------------------
+
+
+def bwrap_binary() -> str | None:
+    return shutil.which("bwrap")
+
+
+def unavailable_reason(name: str) -> str | None:
+    """None when ``name`` (bwrap or unshare) can start here, else why and what to do."""
+    import platform
+
+    if sys.platform != "linux":
+        return f"os-sandbox={name} needs Linux namespaces"
+    if platform.machine() not in ("x86_64", "amd64"):
+        return f"its seccomp filter is built for x86_64 only in this version, not {platform.machine()}"
+    if name == "bwrap":
+        if bwrap_binary() is None:
+            return "bubblewrap is not installed: install it (Debian: apt-get install bubblewrap)"
+    elif shutil.which("unshare") is None:
+        return "util-linux's unshare is not installed (Debian: apt-get install util-linux)"
+    problem = _userns_problem()
+    if problem is not None:
+        return problem
+    return None
+
+
+def _userns_problem() -> str | None:
+    for path, bad, advice in (
+        ("/proc/sys/user/max_user_namespaces", "0", "sysctl -w user.max_user_namespaces=15000"),
+        ("/proc/sys/kernel/unprivileged_userns_clone", "0", "sysctl -w kernel.unprivileged_userns_clone=1"),
+        (
+            "/proc/sys/kernel/apparmor_restrict_unprivileged_userns",
+            "1",
+            "sysctl -w kernel.apparmor_restrict_unprivileged_userns=0, or an AppArmor profile for bwrap",
+        ),
+    ):
+        try:
+            with open(path) as f:
+                value = f.read().strip()
+        except OSError:
+            continue
+        if value == bad and (os.geteuid() != 0 or path.endswith("max_user_namespaces")):
+            return f"user namespaces are disabled on this host ({path} is {value}): {advice}"
+    return None
+
+
+# -- the view of the file system ---------------------------------------------------------------
+
+
+class View:
+    """What the sandbox sees: read-only and writable binds, masks, and single files."""
+
+    def __init__(self) -> None:
+        self.read_dirs: list[str] = []
+        self.read_files: list[str] = []
+        self.write_dirs: list[str] = []
+        self.protected: list[str] = []  # files inside writable binds, bound read-only again
+        self.masked_files: list[str] = []
+        self.masked_dirs: list[str] = []
+        self.symlinks: list[tuple[str, str]] = []  # (target, link) of the host's top-level links
+        self.cwd = "/"
+        self.hosts_file: str | None = None  # the sandbox's /etc/hosts (network broker aliases)
+        self.anyip_families: tuple[int, ...] = ()  # unshare: routes to set before dropping caps
+
+
+#: most files to look at when masking ignore= matches inside exposed directories
+_MASK_SCAN_LIMIT = 20000
+
+
+def view_for(policy: Policy, program_files: Sequence[str], cwd: str) -> View:
+    from .landlock import plan_for
+
+    plan = plan_for(policy, program_files=program_files)
+    view = View()
+    view.read_dirs = list(plan.read_dirs)
+    view.read_files = [f for f in plan.read_files if not f.startswith(("/dev/", "/proc/"))]
+    view.write_dirs = list(plan.write_dirs)
+    for link in ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"):
+        if os.path.islink(link):
+            view.symlinks.append((os.readlink(link), link))
+    for extra in ("/usr/lib64",):  # the ELF interpreter's own path (/lib64/ld-linux-x86-64.so.2)
+        if os.path.isdir(extra) and not os.path.islink(extra):
+            view.read_dirs.append(extra)
+    # programs the rules let it start need the system's commands and their libraries
+    if any(
+        policy.decide_api(f).allowed for f in ("subprocess.Popen", "os.execv", "os.system", "os.posix_spawn")
+    ):
+        view.read_dirs = [d for d in view.read_dirs if not _beneath(d, "/usr")] + ["/usr"]
+    # the rule files: the sandboxed interpreter loads the same rules (read-only, like any file
+    # of the configuration)
+    view.read_files += [os.path.realpath(f) for f in policy.files if os.path.isfile(f)]
+    for protected in sorted(policy.files_policy.protected):
+        if os.path.isfile(protected) and any(_beneath(protected, w) for w in view.write_dirs):
+            view.protected.append(protected)
+    _masks(policy, view)
+    view.cwd = os.path.realpath(cwd)
+    return view
+
+
+def _masks(policy: Policy, view: View) -> None:
+    ignores = policy.files_policy.ignores
+    if not ignores:
+        return
+    import glob
+
+    seen = 0
+    for exposure in policy.files_policy.exposures:
+        for root, dirs, files in os.walk(exposure.path):
+            for name in [*dirs, *files]:
+                seen += 1
+                if seen > _MASK_SCAN_LIMIT:
+                    return
+                path = os.path.join(root, name)
+                for ignore in ignores:
+                    hit = ignore.regex.match(path if ignore.absolute else name) is not None
+                    if hit:
+                        (view.masked_dirs if os.path.isdir(path) else view.masked_files).append(path)
+                        break
+            dirs[:] = [d for d in dirs if os.path.join(root, d) not in view.masked_dirs]
+    for ignore in ignores:
+        if ignore.absolute:
+            for path in glob.glob(ignore.pattern):
+                (view.masked_dirs if os.path.isdir(path) else view.masked_files).append(path)
+
+
+def _beneath(path: str, root: str) -> bool:
+    return path == root or path.startswith(root.rstrip("/") + "/")
+
+
+def bwrap_argv(
+    view: View, *, seccomp_fd: int, info_fd: int | None, hosts_file: str | None = None
+) -> list[str]:
+    """bubblewrap's command line for ``view`` (the program's own argv follows ``--``)."""
+    binary = bwrap_binary()
+    if binary is None:
+        raise ProviderError("os-sandbox=bwrap cannot start: bubblewrap is not installed")
+    argv = [
+        binary,
+        "--unshare-user",
+        "--unshare-ipc",
+        "--unshare-pid",
+        "--unshare-net",
+        "--unshare-uts",
+        "--unshare-cgroup-try",
+        "--die-with-parent",
+        "--hostname",
+        "sandbox",
+        "--cap-drop",
+        "ALL",
+        "--proc",
+        "/proc",
+        "--dev",
+        "/dev",
+        "--tmpfs",
+        "/tmp",
+    ]
+    for target, link in view.symlinks:
+        argv += ["--symlink", target, link]
+    for path in sorted(set(view.read_dirs)):
+        argv += ["--ro-bind", path, path]
+    for path in sorted(set(view.read_files)):
+        argv += ["--ro-bind", path, path]
+    for path in sorted(set(view.write_dirs)):
+        argv += ["--bind", path, path]
+    for path in view.protected:
+        argv += ["--ro-bind", path, path]
+    for path in view.masked_dirs:
+        argv += ["--tmpfs", path, "--remount-ro", path]
+    for path in view.masked_files:
+        argv += ["--ro-bind", "/dev/null", path]
+    if view.hosts_file is not None:
+        argv += ["--ro-bind", view.hosts_file, "/etc/hosts"]
+    argv += ["--dir", view.cwd, "--chdir", view.cwd]
+    argv += ["--seccomp", str(seccomp_fd)]
+    if info_fd is not None:
+        argv += ["--info-fd", str(info_fd)]
+    return argv
+
+
+def seccomp_fd() -> int:
+    """A memfd holding the seccomp program, inheritable, positioned at its start."""
+    fd = os.memfd_create("pysandboxes-seccomp", 0)
+    os.write(fd, seccomp_filter())
+    os.lseek(fd, 0, os.SEEK_SET)
+    os.set_inheritable(fd, True)
+    return fd
+
+
+# -- the network broker (see netbroker.py) ------------------------------------------------------
+
+BROKER_ENV = "PYSANDBOXES_NS_BROKER"
+PINNED_ENV = "PYSANDBOXES_NS_PINNED"
+
+
+class Network:
+    """The host side of the sandbox's network: the broker judging every connection, and the
+    ``/etc/hosts`` file the sandbox sees. Nothing at all when the rules allow no TCP."""
+
+    def __init__(self, policy: Policy, provider: str) -> None:
+        from . import netbroker
+
+        self.plan = plan = netbroker.plan(policy)
+        if plan.refusals:
+            raise ProviderError("\n".join(plan.refusals))
+        if provider == "bwrap" and plan.anyip:
+            raise ProviderError(
+                f"the rule(s) {', '.join(plan.anyip)} name addresses outside the loopback: under bwrap the "
+                "sandbox has no CAP_NET_ADMIN to route them; use a host name in the rule, or os-sandbox=unshare"
+            )
+        self.broker: Any = None
+        self.fd: int | None = None
+        self.hosts_file: str | None = None
+        self.env: dict[str, str] = {}
+        if not (plan.ports or plan.inbound):
+            return
+        import json
+        import socket
+        import tempfile
+
+        host_end, sandbox_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        self.broker = netbroker.Broker(policy)
+        self.broker.start(host_end)
+        self.fd = sandbox_end.detach()
+        os.set_inheritable(self.fd, True)
+        if plan.aliases:
+            fd, self.hosts_file = tempfile.mkstemp(prefix="pysandboxes-hosts-")
+            with os.fdopen(fd, "w") as f:
+                f.write(plan.hosts)
+            os.chmod(self.hosts_file, 0o644)
+        pinned = {name: list(addresses) for _alias, name, addresses in plan.aliases}
+        self.env = {BROKER_ENV: str(self.fd), PINNED_ENV: json.dumps(pinned)}
+
+    def stop(self) -> None:
+        if self.broker is not None:
+            self.broker.stop()
+            self.broker = None
+        if self.fd is not None:
+            with contextlib.suppress(OSError):
+                os.close(self.fd)
+            self.fd = None
+        if self.hosts_file is not None:
+            with contextlib.suppress(OSError):
+                os.unlink(self.hosts_file)
+            self.hosts_file = None
+
+
+class Inside:
+    """In the sandboxed interpreter: what the host handed over for the network."""
+
+    broker_fd: int | None = None
+    pinned: dict[str, list[str]] | None = None
+
+    @classmethod
+    def take(cls) -> None:
+        """Read (and remove) the variables the host set, before anything else runs."""
+        import json
+
+        raw = os.environ.pop(BROKER_ENV, None)
+        pinned = os.environ.pop(PINNED_ENV, None)
+        if raw is not None:
+            cls.broker_fd = int(raw)
+        if pinned is not None:
+            cls.pinned = json.loads(pinned)
+
+
+def start_forwarder(policy: Policy, provider: str) -> Policy:
+    """Inside: fork the forwarder (before the guards are armed) and return the policy the Python
+    layer must use there (host names pinned to their aliases)."""
+    if Inside.broker_fd is None:
+        return policy
+    import dataclasses
+    import socket
+
+    from . import netbroker
+
+    plan = netbroker.plan(policy)
+    if provider == "unshare":  # the routes were set while the capabilities were still there
+        plan = dataclasses.replace(plan, anyip_families=())
+    fd, Inside.broker_fd = Inside.broker_fd, None
+    netbroker.fork_forwarder(socket.socket(fileno=fd), plan)
+    return plan.guard_policy(policy)

@@ -1,0 +1,287 @@
+"""The ``unshare`` provider: util-linux ``unshare`` makes the namespaces, this module the view.
+
+``unshare --user --map-current-user --mount --pid --fork --net --ipc --uts --cgroup`` starts the
+sandboxed interpreter; before anything else, that interpreter calls :func:`enter_if_asked`,
+which builds the same view as bubblewrap would (see ``namespaces.py``) with the raw system calls:
+a tmpfs root, read-only and writable bind mounts, a private ``/tmp``, a minimal ``/dev``, a
+``/proc`` of the new PID namespace, ``pivot_root`` into it; then it drops every capability, sets
+``no_new_privs`` and installs the seccomp filter. One interpreter, no helper binary of ours.
+
+The view travels in a memfd whose number is in ``PYSANDBOXES_NS_VIEW``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+
+from ..errors import ProviderError
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+    from .namespaces import View
+
+VIEW_ENV = "PYSANDBOXES_NS_VIEW"
+
+MS_RDONLY = 1
+MS_NOSUID = 2
+MS_NODEV = 4
+MS_NOEXEC = 8
+MS_REMOUNT = 32
+MS_BIND = 4096
+MS_REC = 16384
+MS_PRIVATE = 1 << 18
+MNT_DETACH = 2
+PR_SET_NO_NEW_PRIVS = 38
+PR_SET_SECCOMP = 22
+PR_CAPBSET_DROP = 24
+SECCOMP_MODE_FILTER = 2
+_DEVICES = ("null", "zero", "full", "random", "urandom", "tty")
+
+
+def unshare_argv(
+    view: View, *, seccomp_fd: int, info_fd: int | None
+) -> tuple[list[str], dict[str, str], int]:
+    """util-linux unshare's command line, the variable to add to its environment, and the
+    descriptor to pass: the view and the filter go in inherited memfds."""
+    binary = shutil.which("unshare")
+    if binary is None:
+        raise ProviderError("os-sandbox=unshare cannot start: util-linux's unshare is not installed")
+    data = {
+        "read_dirs": sorted(set(view.read_dirs)),
+        "read_files": sorted(set(view.read_files)),
+        "write_dirs": sorted(set(view.write_dirs)),
+        "protected": view.protected,
+        "masked_dirs": view.masked_dirs,
+        "masked_files": view.masked_files,
+        "symlinks": view.symlinks,
+        "hosts_file": view.hosts_file,
+        "anyip_families": list(view.anyip_families),
+        "cwd": view.cwd,
+        "seccomp_fd": seccomp_fd,
+    }
+    fd = os.memfd_create("pysandboxes-view", 0)
+    os.write(fd, json.dumps(data).encode())
+    os.lseek(fd, 0, os.SEEK_SET)
+    os.set_inheritable(fd, True)
+    del info_fd  # unshare has no --info-fd: signals go to unshare, which passes SIGTERM on
+    return (
+        [
+            binary,
+            "--user",
+            "--map-current-user",
+            "--mount",
+            "--pid",
+            "--fork",
+            "--kill-child=SIGTERM",
+            "--net",
+            "--ipc",
+            "--uts",
+            "--cgroup",
+        ],
+        {VIEW_ENV: str(fd)},
+        fd,
+    )
+
+
+def enter_if_asked() -> None:
+    """In the interpreter unshare started: build the view and lock it (see the module doc)."""
+    raw = os.environ.pop(VIEW_ENV, None)
+    if raw is None:
+        return
+    with os.fdopen(int(raw), "rb") as f:
+        data = json.loads(f.read())
+    try:
+        _enter(data)
+    except OSError as exc:
+        raise ProviderError(f"os-sandbox=unshare cannot build the sandbox: {exc}") from None
+    _become_init()
+
+
+def _become_init() -> None:
+    """This process is PID 1 of the new PID namespace, which ignores every signal it has no
+    handler for (SIGTERM included). So fork: the child goes on and runs the program as PID 2;
+    this process stays PID 1, reaps orphans, passes SIGTERM, SIGHUP, SIGUSR1 and SIGUSR2 on
+    (SIGINT and SIGQUIT come from the terminal to the program itself) and exits as the program
+    did."""
+    import signal
+
+    pid = os.fork()
+    if pid == 0:
+        return
+    for number in (signal.SIGTERM, signal.SIGHUP, signal.SIGUSR1, signal.SIGUSR2):
+        signal.signal(number, lambda signum, frame: _pass_on(pid, signum))
+    for number in (signal.SIGINT, signal.SIGQUIT):
+        signal.signal(number, signal.SIG_IGN)
+    while True:
+        try:
+            waited, status = os.waitpid(-1, 0)
+        except InterruptedError:
+            continue
+        except ChildProcessError:
+            os._exit(0)
+        if waited == pid:
+            code = os.waitstatus_to_exitcode(status)
+            os._exit(code if code >= 0 else 128 - code)
+
+
+def _pass_on(pid: int, signum: int) -> None:
+    try:  # noqa: SIM105
+        os.kill(pid, signum)
+    except OSError:
+        pass
+
+
+def _libc() -> Any:
+    import ctypes
+
+    libc = ctypes.CDLL(None, use_errno=True)
+    return libc
+
+
+def _check(result: int, what: str) -> None:
+    if result != 0:
+        import ctypes
+
+        err = ctypes.get_errno()
+        raise OSError(err, f"{what}: {os.strerror(err)}")
+
+
+def _enter(data: dict[str, Any]) -> None:
+    import ctypes
+
+    libc = _libc()
+
+    def mount(
+        source: str | None, target: str, fstype: str | None, flags: int, options: str | None = None
+    ) -> None:
+        _check(
+            libc.mount(
+                source.encode() if source else None,
+                target.encode(),
+                fstype.encode() if fstype else None,
+                ctypes.c_ulong(flags),
+                options.encode() if options else None,
+            ),
+            f"mount {source or fstype} on {target}",
+        )
+
+    def locked_flags(path: str) -> int:
+        st = os.statvfs(path)
+        flags = 0
+        for bit, mount_bit in ((os.ST_NOSUID, MS_NOSUID), (os.ST_NODEV, MS_NODEV), (os.ST_NOEXEC, MS_NOEXEC)):
+            if st.f_flag & bit:
+                flags |= mount_bit
+        return flags
+
+    def bind(source: str, target: str, *, readonly: bool) -> None:
+        if os.path.isdir(source):
+            os.makedirs(target, exist_ok=True)
+        else:
+            os.makedirs(os.path.dirname(target), exist_ok=True)
+            if not os.path.exists(target):
+                open(target, "w").close()
+        mount(source, target, None, MS_BIND | MS_REC)
+        if readonly:
+            mount(None, target, None, MS_BIND | MS_REMOUNT | MS_RDONLY | locked_flags(source))
+
+    mount(None, "/", None, MS_REC | MS_PRIVATE)
+    mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755")
+    os.mkdir("/tmp/newroot")
+    os.mkdir("/tmp/oldroot")
+    _check(libc.syscall(155, b"/tmp", b"/tmp/oldroot"), "pivot_root")  # pivot_root(2)
+    os.chdir("/")
+    old, new = "/oldroot", "/newroot"
+    mount("tmpfs", new, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755")
+    # the private /tmp first: the binds of files under /tmp go on top of it
+    os.makedirs(new + "/tmp", exist_ok=True)
+    mount("tmpfs", new + "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, "mode=1777")
+    for target, link in data["symlinks"]:
+        os.symlink(target, new + link)
+    for path in data["read_dirs"]:
+        bind(old + path, new + path, readonly=True)
+    for path in data["read_files"]:
+        bind(old + path, new + path, readonly=True)
+    for path in data["write_dirs"]:
+        bind(old + path, new + path, readonly=False)
+    for path in data["protected"]:
+        bind(old + path, new + path, readonly=True)
+    for path in data["masked_dirs"]:
+        os.makedirs(new + path, exist_ok=True)
+        mount("tmpfs", new + path, "tmpfs", MS_NOSUID | MS_NODEV | MS_RDONLY, "mode=0755")
+    for path in data["masked_files"]:
+        bind(old + "/dev/null", new + path, readonly=True)
+    if data.get("hosts_file"):
+        bind(old + data["hosts_file"], new + "/etc/hosts", readonly=True)
+    os.makedirs(new + "/dev", exist_ok=True)
+    mount("tmpfs", new + "/dev", "tmpfs", MS_NOSUID | MS_NOEXEC, "mode=0755")
+    for name in _DEVICES:
+        if os.path.exists(f"{old}/dev/{name}"):
+            bind(f"{old}/dev/{name}", f"{new}/dev/{name}", readonly=False)
+    for name, target in (
+        ("fd", "/proc/self/fd"),
+        ("stdin", "/proc/self/fd/0"),
+        ("stdout", "/proc/self/fd/1"),
+    ):
+        os.symlink(target, f"{new}/dev/{name}")
+    os.symlink("/proc/self/fd/2", f"{new}/dev/stderr")
+    os.makedirs(new + "/proc", exist_ok=True)
+    mount("proc", new + "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
+    os.makedirs(new + data["cwd"], exist_ok=True)
+    os.mkdir(new + "/.oldroot")
+    _check(libc.syscall(155, new.encode(), (new + "/.oldroot").encode()), "pivot_root")
+    os.chdir("/")
+    _check(libc.umount2(b"/.oldroot", MNT_DETACH), "umount the host's root")
+    os.rmdir("/.oldroot")
+    os.chdir(data["cwd"])
+    libc.sethostname(b"sandbox", 7)
+    # the network, while the capabilities are still there (see netbroker.py)
+    from .netbroker import _local_default_route, _loopback_up
+
+    _loopback_up()
+    import socket
+
+    for family in data.get("anyip_families", ()):
+        _local_default_route(socket.AF_INET6 if family == 6 else socket.AF_INET)
+    _drop_capabilities(libc)
+    _check(libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no_new_privs")
+    _seccomp(libc, data["seccomp_fd"])
+
+
+def _drop_capabilities(libc: Any) -> None:
+    import ctypes
+
+    for cap in range(64):
+        if libc.prctl(PR_CAPBSET_DROP, cap, 0, 0, 0) != 0:
+            break
+
+    class Header(ctypes.Structure):
+        _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
+
+    class Data(ctypes.Structure):
+        _fields_ = [
+            ("effective", ctypes.c_uint32),
+            ("permitted", ctypes.c_uint32),
+            ("inheritable", ctypes.c_uint32),
+        ]
+
+    header = Header(0x20080522, 0)  # _LINUX_CAPABILITY_VERSION_3
+    data = (Data * 2)()
+    _check(libc.capset(ctypes.byref(header), data), "drop capabilities")
+
+
+def _seccomp(libc: Any, fd: int) -> None:
+    import ctypes
+
+    with os.fdopen(fd, "rb") as f:
+        program = f.read()
+
+    class SockFprog(ctypes.Structure):
+        _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
+
+    buffer = ctypes.create_string_buffer(program, len(program))
+    prog = SockFprog(len(program) // 8, ctypes.cast(buffer, ctypes.c_void_p))
+    _check(libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.byref(prog), 0, 0), "seccomp filter")
