@@ -43,6 +43,7 @@ def supervise(
     whose ``child-pid`` receives the forwarded signals."""
     cgroup = Cgroup.create(limits)
     relay = limits["limit-output"] is not None
+    _become_subreaper()
     pipes = [os.pipe() for _ in range(2)] if relay else []
     ready_r, ready_w = os.pipe()
     sys.stdout.flush()
@@ -97,6 +98,16 @@ def supervise(
             cgroup.remove()
 
 
+def _become_subreaper() -> None:
+    """The program's orphans are re-parented to this process, so a breach can stop them too."""
+    try:
+        import ctypes
+
+        ctypes.CDLL(None, use_errno=True).prctl(36, 1, 0, 0, 0)  # PR_SET_CHILD_SUBREAPER
+    except (OSError, AttributeError):
+        pass
+
+
 _LAUNCHER_BLOCKED = (signal.SIGINT, signal.SIGQUIT, signal.SIGHUP)
 
 
@@ -120,6 +131,41 @@ def _read_child_pid(fd: int, target: list[int]) -> None:
         return
     if isinstance(pid, int) and pid > 0:
         target.append(pid)
+
+
+def _stop_tree(pid: int, cgroup: Cgroup | None) -> None:
+    """SIGKILL the program and everything it started (its cgroup, else our descendants)."""
+    _forward(pid, signal.SIGKILL)
+    if cgroup is not None:
+        cgroup.kill()
+    _kill_descendants(wait=False)
+
+
+def _kill_descendants(*, wait: bool = True) -> None:
+    """SIGKILL every process whose parent is this supervisor (a subreaper: the program's
+    orphans come back to it), until none is left."""
+    me = os.getpid()
+    for _ in range(50):
+        found = []
+        for entry in os.listdir("/proc"):
+            if not entry.isdigit():
+                continue
+            try:
+                with open(f"/proc/{entry}/stat", "rb") as f:
+                    fields = f.read().rsplit(b")", 1)[1].split()
+            except OSError:
+                continue
+            if int(fields[1]) == me:
+                found.append(int(entry))
+        if not found:
+            return
+        for child in found:
+            _forward(child, signal.SIGKILL)
+        if not wait:
+            return
+        for child in found:
+            with contextlib.suppress(OSError):
+                os.waitpid(child, 0)
 
 
 def _forward(pid: int, signum: int) -> None:
@@ -149,6 +195,7 @@ def _wait(
     breach: tuple[str, str] | None = None
     killed_at: float | None = None
     open_pipes = {r: fd for r, fd in zip(pipes, (1, 2), strict=False)}
+    last_byte = {1: b"\n", 2: b"\n"}  # the report starts a line of its own
     status = None
     usage = None
     while status is None:
@@ -158,7 +205,7 @@ def _wait(
             _forward(pid, signal.SIGTERM)
             killed_at = now
         if killed_at is not None and now >= killed_at + 2.0:
-            _forward(pid, signal.SIGKILL)
+            _stop_tree(pid, cgroup)
             killed_at = float("inf")
         wait = 0.05 if open_pipes or deadline is not None or killed_at is not None else None
         if open_pipes:
@@ -175,13 +222,16 @@ def _wait(
                     del open_pipes[r]
                     os.close(r)
                     continue
-                if budget is not None and breach is None and written + len(data) > budget:
-                    data = data[: max(0, int(budget) - written)]
-                    breach = ("limit-output", f"more than {written + len(data)} bytes written")
-                    _forward(pid, signal.SIGKILL)
-                    killed_at = float("inf")
+                if budget is not None and written + len(data) > budget:
+                    data = data[: max(0, int(budget) - written)]  # nothing more once it is spent
+                    if breach is None:
+                        breach = ("limit-output", f"more than {int(budget)} bytes written")
+                        _stop_tree(pid, cgroup)
+                        killed_at = float("inf")
                 written += len(data)
-                _write_all(open_pipes.get(r, 1), data)
+                if data:
+                    last_byte[open_pipes.get(r, 1)] = data[-1:]
+                    _write_all(open_pipes.get(r, 1), data)
         try:
             flags = os.WNOHANG if (open_pipes or deadline is not None or killed_at is not None) else 0
             waited, raw, usage = os.wait4(pid, flags)
@@ -201,15 +251,22 @@ def _wait(
                 break
             if not data or (budget is not None and written >= budget):
                 break
+            if budget is not None:
+                data = data[: max(0, int(budget) - written)]
             written += len(data)
-            _write_all(open_pipes[r], data)
+            if data:
+                last_byte[open_pipes[r]] = data[-1:]
+                _write_all(open_pipes[r], data)
         os.close(r)
     assert usage is not None
     number = _signal_of(status, launcher)
     if breach is None:
         breach = _breach(number, usage, limits, cgroup)
     if breach is not None:
+        _kill_descendants()  # a breach stops the whole tree, orphans included
         key, what = breach
+        if last_byte.get(2, b"\n") != b"\n":
+            _write_all(2, b"\n")
         if key == "limit-cpu" and number is not None:
             what = f"{what}, killed by {signal.Signals(number).name}"
         stderr(limits.message(key, what))

@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import shutil
 import struct
 import sys
 
@@ -95,12 +94,9 @@ _TIOCSTI = 0x5412  # push characters into the terminal's input
 
 def seccomp_filter() -> bytes:
     """The classic-BPF program (``struct sock_filter[]``) of the seccomp filter, x86_64 only."""
-    import platform
-
-    if platform.machine() not in ("x86_64", "amd64"):
-        raise ProviderError(
-            f"the seccomp filter of this version is built for x86_64 only, not {platform.machine()}"
-        )
+    machine = os.uname().machine
+    if machine not in ("x86_64", "amd64"):
+        raise ProviderError(f"the seccomp filter of this version is built for x86_64 only, not {machine}")
     # BPF opcodes
     ld_w_abs, jeq, jset, ret = 0x20, 0x15, 0x45, 0x06
     allow, kill = 0x7FFF0000, 0x80000000
@@ -141,26 +137,33 @@ def seccomp_filter() -> bytes:
 
 
 def bwrap_binary() -> str | None:
+    import shutil
+
     return shutil.which("bwrap")
 
 
 def unavailable_reason(name: str) -> str | None:
     """None when ``name`` (bwrap or unshare) can start here, else why and what to do."""
-    import platform
-
     if sys.platform != "linux":
         return f"os-sandbox={name} needs Linux namespaces"
-    if platform.machine() not in ("x86_64", "amd64"):
-        return f"its seccomp filter is built for x86_64 only in this version, not {platform.machine()}"
+    machine = os.uname().machine
+    if machine not in ("x86_64", "amd64"):
+        return f"its seccomp filter is built for x86_64 only in this version, not {machine}"
     if name == "bwrap":
         if bwrap_binary() is None:
             return "bubblewrap is not installed: install it (Debian: apt-get install bubblewrap)"
-    elif shutil.which("unshare") is None:
+    elif _which("unshare") is None:
         return "util-linux's unshare is not installed (Debian: apt-get install util-linux)"
     problem = _userns_problem()
     if problem is not None:
         return problem
     return None
+
+
+def _which(name: str) -> str | None:
+    import shutil
+
+    return shutil.which(name)
 
 
 def _userns_problem() -> str | None:
@@ -217,6 +220,9 @@ def view_for(policy: Policy, program_files: Sequence[str], cwd: str) -> View:
     for link in ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"):
         if os.path.islink(link):
             view.symlinks.append((os.readlink(link), link))
+    prefix = sys.pycache_prefix  # compiled modules kept aside (PYTHONPYCACHEPREFIX): read them
+    if prefix and os.path.isdir(prefix):
+        view.read_dirs.append(os.path.realpath(prefix))
     for extra in ("/usr/lib64",):  # the ELF interpreter's own path (/lib64/ld-linux-x86-64.so.2)
         if os.path.isdir(extra) and not os.path.islink(extra):
             view.read_dirs.append(extra)
@@ -336,6 +342,13 @@ class Network:
     ``/etc/hosts`` file the sandbox sees. Nothing at all when the rules allow no TCP."""
 
     def __init__(self, policy: Policy, provider: str) -> None:
+        self.broker: Any = None
+        self.fd: int | None = None
+        self.hosts_file: str | None = None
+        self.env: dict[str, str] = {}
+        self.plan: Any = _NO_PLAN
+        if not policy.net.allow:  # no destination at all: the sandbox keeps its own loopback only
+            return
         from . import netbroker
 
         self.plan = plan = netbroker.plan(policy)
@@ -346,10 +359,6 @@ class Network:
                 f"the rule(s) {', '.join(plan.anyip)} name addresses outside the loopback: under bwrap the "
                 "sandbox has no CAP_NET_ADMIN to route them; use a host name in the rule, or os-sandbox=unshare"
             )
-        self.broker: Any = None
-        self.fd: int | None = None
-        self.hosts_file: str | None = None
-        self.env: dict[str, str] = {}
         if not (plan.ports or plan.inbound):
             return
         import json
@@ -383,6 +392,13 @@ class Network:
             self.hosts_file = None
 
 
+class _NoPlan:
+    anyip_families: tuple[int, ...] = ()
+
+
+_NO_PLAN = _NoPlan()
+
+
 class Inside:
     """In the sandboxed interpreter: what the host handed over for the network."""
 
@@ -405,7 +421,7 @@ class Inside:
 def start_forwarder(policy: Policy, provider: str) -> Policy:
     """Inside: fork the forwarder (before the guards are armed) and return the policy the Python
     layer must use there (host names pinned to their aliases)."""
-    if Inside.broker_fd is None:
+    if Inside.broker_fd is None or not policy.net.allow:
         return policy
     import dataclasses
     import socket

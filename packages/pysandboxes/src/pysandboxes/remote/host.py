@@ -629,9 +629,8 @@ class Child:
         if frame.kind == ERROR:
             error = codec.decode_exception(bytes(frame.payload))
             breach = _limit_breach(error, self.limits)
-            if breach is not None:
-                if breach[0] == "limit-memory":  # the next call gets a fresh child
-                    self._die(f"exceeded {self.limits.shown('limit-memory')}", count=False)
+            if breach is not None:  # the next call gets a fresh child (and the tree is gone)
+                self._die(f"exceeded {self.limits.shown(breach[0])}", count=False)
                 raise self._resource_error(*breach) from error
             raise error
         if self.learner is not None and self.mode != codec.OBJECTS:
