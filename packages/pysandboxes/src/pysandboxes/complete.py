@@ -532,6 +532,39 @@ def exec_fresh_interpreter(
 NAMESPACE_PROVIDERS = ("bwrap", "unshare")
 
 
+def run_unshare_in_process(command: CommandLine, policy: Policy, cwd: str, *, ipython: bool = False) -> int:
+    """``os-sandbox=unshare`` in this interpreter (no exec): a supervising parent stays
+    outside (signals, limits, the network broker); the child makes the namespaces, builds the
+    view (see ``providers/unshare_setup.py``) and runs the program as PID 2 of its namespace,
+    with everything read and compiled before: one interpreter, like landlock."""
+    from .providers.namespaces import Inside, Network, seccomp_fd, start_forwarder, view_for
+    from .providers.unshare_setup import enter_in_process
+    from .supervise import supervise
+
+    program = Program(command, cwd, ipython=ipython)
+    view = view_for(policy, program.program_files, cwd)
+    network = Network(policy, "unshare", start=False)
+    view.hosts_file = network.hosts_file
+    view.anyip_families = network.plan.anyip_families
+    filter_fd = seccomp_fd()
+    sys.stdout.flush()
+    sys.stderr.flush()
+    try:
+        status = supervise(limits_of(policy), on_parent=network.start, relays_exit=True)
+    except BaseException:
+        network.stop()
+        raise
+    if status is not None:  # the supervisor: the program ran (and ended) below
+        network.stop()
+        os.close(filter_fd)
+        return status
+    network.give_up_host_end()
+    Inside.broker_fd, network.fd = network.fd, None
+    enter_in_process(view, filter_fd)  # returns in the program's process, inside
+    policy = start_forwarder(policy, "unshare")
+    return run(command, policy, "unshare", program)
+
+
 def _interpreter_environment(policy: Policy) -> dict[str, str]:
     """What a fresh interpreter starts with: what configures it on the host, as python would
     (PYTHON*, the locale), then the ``env=`` result; the program sees only the latter."""
@@ -560,6 +593,7 @@ def run_in_namespaces(
     network = Network(policy, provider)  # the broker: before the fork, its threads stay here
     view.hosts_file = network.hosts_file
     view.anyip_families = network.plan.anyip_families
+    view.bind_service = network.privileged_ports
     data = json.dumps(
         {"argv": argv, "environ": dict(os.environ), "cwd": cwd, "ipython": ipython, "inside": provider}
     ).encode()

@@ -25,6 +25,10 @@ import time
 
 from .limits import EXIT_LIMIT, EXIT_TIMEOUT, Cgroup, Limits, stderr
 
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable
+
 _FORWARDED = (signal.SIGTERM, signal.SIGHUP, signal.SIGUSR1, signal.SIGUSR2)
 
 
@@ -34,13 +38,18 @@ def supervise(
     argv: list[str] | None = None,
     env: dict[str, str] | None = None,
     info_fd: int | None = None,
+    on_parent: Callable[[], None] | None = None,
+    relays_exit: bool = False,
 ) -> int | None:
     """Fork. In the child: return None (go on and run the program), or, with ``argv``, exec it
     (a namespace provider's launcher: bwrap, unshare) with SIGINT, SIGQUIT and SIGHUP blocked,
     which the sandboxed interpreter unblocks (the launcher must not die of the terminal's
     Ctrl-C before the program has handled it). In the parent: wait for the child and return
     the exit status python-sb must give. ``info_fd``: the read end of bwrap's ``--info-fd``,
-    whose ``child-pid`` receives the forwarded signals."""
+    whose ``child-pid`` receives the forwarded signals. ``on_parent``: run in the parent right
+    after the fork (threads that must not exist in the child). ``relays_exit``: the child
+    reports its program's death by a signal as status 128 + the signal (a launcher, or the
+    namespace processes of os-sandbox=unshare)."""
     cgroup = Cgroup.create(limits)
     relay = limits["limit-output"] is not None
     _become_subreaper()
@@ -70,6 +79,8 @@ def supervise(
     os.close(ready_r)
     for _r, w in pipes:
         os.close(w)
+    if on_parent is not None:
+        on_parent()
     if cgroup is not None:
         try:
             cgroup.add(pid)
@@ -91,7 +102,7 @@ def supervise(
     os.write(ready_w, b"x")
     os.close(ready_w)
     try:
-        return _wait(pid, limits, cgroup, [r for r, _ in pipes], launcher=argv is not None)
+        return _wait(pid, limits, cgroup, [r for r, _ in pipes], launcher=argv is not None or relays_exit)
     finally:
         if cgroup is not None:
             cgroup.kill()

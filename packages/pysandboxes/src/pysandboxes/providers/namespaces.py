@@ -203,6 +203,9 @@ class View:
         self.cwd = "/"
         self.hosts_file: str | None = None  # the sandbox's /etc/hosts (network broker aliases)
         self.anyip_families: tuple[int, ...] = ()  # unshare: routes to set before dropping caps
+        #: the forwarder listens on ports below 1024: bwrap keeps CAP_NET_BIND_SERVICE until the
+        #: forwarder has bound them (unshare lowers ip_unprivileged_port_start in its namespace)
+        self.bind_service = False
 
 
 #: most files to look at when masking ignore= matches inside exposed directories
@@ -292,6 +295,7 @@ def bwrap_argv(
         "sandbox",
         "--cap-drop",
         "ALL",
+        *(["--cap-add", "CAP_NET_BIND_SERVICE"] if view.bind_service else []),
         "--proc",
         "/proc",
         "--dev",
@@ -341,8 +345,9 @@ class Network:
     """The host side of the sandbox's network: the broker judging every connection, and the
     ``/etc/hosts`` file the sandbox sees. Nothing at all when the rules allow no TCP."""
 
-    def __init__(self, policy: Policy, provider: str) -> None:
+    def __init__(self, policy: Policy, provider: str, *, start: bool = True) -> None:
         self.broker: Any = None
+        self.host_end: Any = None
         self.fd: int | None = None
         self.hosts_file: str | None = None
         self.env: dict[str, str] = {}
@@ -365,9 +370,10 @@ class Network:
         import socket
         import tempfile
 
-        host_end, sandbox_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+        self.host_end, sandbox_end = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
         self.broker = netbroker.Broker(policy)
-        self.broker.start(host_end)
+        if start:
+            self.start()
         self.fd = sandbox_end.detach()
         os.set_inheritable(self.fd, True)
         if plan.aliases:
@@ -378,7 +384,26 @@ class Network:
         pinned = {name: list(addresses) for _alias, name, addresses in plan.aliases}
         self.env = {BROKER_ENV: str(self.fd), PINNED_ENV: json.dumps(pinned)}
 
+    @property
+    def privileged_ports(self) -> bool:
+        return any(port < 1024 for port in getattr(self.plan, "ports", ()))
+
+    def start(self) -> None:
+        """Start the broker's threads (in the process that stays outside the sandbox)."""
+        if self.broker is not None and self.host_end is not None:
+            host_end, self.host_end = self.host_end, None
+            self.broker.start(host_end)
+
+    def give_up_host_end(self) -> None:
+        """In the sandbox's process: drop the broker's end of the socket pair."""
+        if self.host_end is not None:
+            self.host_end.close()
+            self.host_end = None
+
     def stop(self) -> None:
+        if self.host_end is not None:
+            self.host_end.close()
+            self.host_end = None
         if self.broker is not None:
             self.broker.stop()
             self.broker = None
@@ -433,4 +458,8 @@ def start_forwarder(policy: Policy, provider: str) -> Policy:
         plan = dataclasses.replace(plan, anyip_families=())
     fd, Inside.broker_fd = Inside.broker_fd, None
     netbroker.fork_forwarder(socket.socket(fileno=fd), plan)
+    if provider == "bwrap":  # CAP_NET_BIND_SERVICE served the forwarder's listeners: gone now
+        from .unshare_setup import _drop_capabilities, _libc
+
+        _drop_capabilities(_libc())
     return plan.guard_policy(policy)

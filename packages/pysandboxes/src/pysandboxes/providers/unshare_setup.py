@@ -50,19 +50,7 @@ def unshare_argv(
     binary = shutil.which("unshare")
     if binary is None:
         raise ProviderError("os-sandbox=unshare cannot start: util-linux's unshare is not installed")
-    data = {
-        "read_dirs": sorted(set(view.read_dirs)),
-        "read_files": sorted(set(view.read_files)),
-        "write_dirs": sorted(set(view.write_dirs)),
-        "protected": view.protected,
-        "masked_dirs": view.masked_dirs,
-        "masked_files": view.masked_files,
-        "symlinks": view.symlinks,
-        "hosts_file": view.hosts_file,
-        "anyip_families": list(view.anyip_families),
-        "cwd": view.cwd,
-        "seccomp_fd": seccomp_fd,
-    }
+    data = view_data(view, seccomp_fd)
     fd = os.memfd_create("pysandboxes-view", 0)
     os.write(fd, json.dumps(data).encode())
     os.lseek(fd, 0, os.SEEK_SET)
@@ -85,6 +73,79 @@ def unshare_argv(
         {VIEW_ENV: str(fd)},
         fd,
     )
+
+
+def view_data(view: View, seccomp_fd: int) -> dict[str, Any]:
+    """What :func:`_enter` needs, as plain data (it crosses an exec as JSON)."""
+    return {
+        "read_dirs": sorted(set(view.read_dirs)),
+        "read_files": sorted(set(view.read_files)),
+        "write_dirs": sorted(set(view.write_dirs)),
+        "protected": view.protected,
+        "masked_dirs": view.masked_dirs,
+        "masked_files": view.masked_files,
+        "symlinks": view.symlinks,
+        "hosts_file": view.hosts_file,
+        "anyip_families": list(view.anyip_families),
+        "cwd": view.cwd,
+        "seccomp_fd": seccomp_fd,
+    }
+
+
+CLONE_NEWNS = 0x00020000
+CLONE_NEWCGROUP = 0x02000000
+CLONE_NEWUTS = 0x04000000
+CLONE_NEWIPC = 0x08000000
+CLONE_NEWUSER = 0x10000000
+CLONE_NEWPID = 0x20000000
+CLONE_NEWNET = 0x40000000
+
+
+def enter_in_process(view: View, seccomp_fd: int) -> None:
+    """``os-sandbox=unshare`` without a second interpreter: this (single-threaded) process
+    makes the namespaces itself, forks the namespace's init, which builds the view and forks
+    the process that goes on to run the program (returns there, as PID 2). The processes
+    above it wait and exit as the program did; they never return."""
+    import signal
+
+    libc = _libc()
+    uid, gid = os.getuid(), os.getgid()
+    flags = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWPID
+    if libc.unshare(flags | CLONE_NEWCGROUP) != 0:
+        _check(libc.unshare(flags), "unshare")
+    for name, text in (("setgroups", "deny"), ("uid_map", f"{uid} {uid} 1"), ("gid_map", f"{gid} {gid} 1")):
+        with open(f"/proc/self/{name}", "w") as f:
+            f.write(text)
+    for number in (signal.SIGINT, signal.SIGQUIT):  # the terminal's: for the program only
+        signal.signal(number, signal.SIG_IGN)
+    pid = os.fork()  # the first child of a new PID namespace is its init
+    if pid != 0:
+        _wait_and_exit(pid)
+    try:
+        _enter(view_data(view, seccomp_fd))
+    except OSError as exc:
+        raise ProviderError(f"os-sandbox=unshare cannot build the sandbox: {exc}") from None
+    _become_init()
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    signal.signal(signal.SIGQUIT, signal.SIG_DFL)
+
+
+def _wait_and_exit(pid: int) -> None:
+    """Outside the PID namespace: pass signals on to its init, exit as it does."""
+    import signal
+
+    for number in (signal.SIGTERM, signal.SIGHUP, signal.SIGUSR1, signal.SIGUSR2):
+        signal.signal(number, lambda signum, frame: _pass_on(pid, signum))
+    while True:
+        try:
+            waited, status = os.waitpid(pid, 0)
+        except InterruptedError:
+            continue
+        except ChildProcessError:
+            os._exit(1)
+        if waited == pid:
+            code = os.waitstatus_to_exitcode(status)
+            os._exit(code if code >= 0 else 128 - code)
 
 
 def enter_if_asked() -> None:
@@ -239,12 +300,15 @@ def _enter(data: dict[str, Any]) -> None:
     os.chdir(data["cwd"])
     libc.sethostname(b"sandbox", 7)
     # the network, while the capabilities are still there (see netbroker.py)
-    from .netbroker import _local_default_route, _loopback_up
+    from .netsetup import _local_default_route, _loopback_up
 
     _loopback_up()
-    import socket
-
+    # the forwarder may listen on ports below 1024 (443...) once the capabilities are gone
+    with open("/proc/sys/net/ipv4/ip_unprivileged_port_start", "w") as f:
+        f.write("0")
     for family in data.get("anyip_families", ()):
+        import socket
+
         _local_default_route(socket.AF_INET6 if family == 6 else socket.AF_INET)
     _drop_capabilities(libc)
     _check(libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no_new_privs")

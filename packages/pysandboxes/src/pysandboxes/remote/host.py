@@ -264,6 +264,7 @@ class Child:
         network = self.network = Network(self.policy, self.provider)
         view.hosts_file = network.hosts_file
         view.anyip_families = network.plan.anyip_families
+        view.bind_service = network.privileged_ports
         filter_fd = seccomp_fd()
         # the broker's sandbox end is passed, then closed here (the network keeps no copy)
         fds = [filter_fd, *([network.fd] if network.fd is not None else [])]
