@@ -233,6 +233,6 @@ def partial(tmp_path: Path) -> PartialProject:
     return PartialProject(tmp_path)
 
 
-@pytest.fixture(params=PROVIDERS)
+@pytest.fixture(params=(*PROVIDERS, "bwrap", "unshare"))
 def provider(request: pytest.FixtureRequest) -> str:
     return str(request.param)

@@ -381,8 +381,10 @@ def run(command: CommandLine, policy: Policy, provider: str, program: Program) -
     if learning is not None:
         learning.start()
     if provider == "landlock":
+        from .limits import open_status
         from .providers.landlock import confine, plan_for
 
+        open_status()  # limit-memory counts from what is mapped later: read it past landlock
         plan = plan_for(policy, program_files=program_files)
         if debug_enabled(_LOGGER):
             for line in plan.describe():
@@ -542,7 +544,7 @@ def run_unshare_in_process(command: CommandLine, policy: Policy, cwd: str, *, ip
     from .supervise import supervise
 
     program = Program(command, cwd, ipython=ipython)
-    view = view_for(policy, program.program_files, cwd)
+    view = view_for(policy, program.program_files, cwd, "unshare")
     network = Network(policy, "unshare", start=False)
     view.hosts_file = network.hosts_file
     view.anyip_families = network.plan.anyip_families
@@ -589,7 +591,7 @@ def run_in_namespaces(
     from .supervise import supervise
 
     program = Program(command, cwd, ipython=ipython)  # the files the sandbox must see
-    view = view_for(policy, program.program_files, cwd)
+    view = view_for(policy, program.program_files, cwd, provider)
     network = Network(policy, provider)  # the broker: before the fork, its threads stay here
     view.hosts_file = network.hosts_file
     view.anyip_families = network.plan.anyip_families

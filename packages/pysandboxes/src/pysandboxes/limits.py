@@ -45,6 +45,11 @@ PARTIAL_DEFAULTS: dict[str, float | int] = {
 
 _LOGGER = "Pysandboxes"
 
+#: the cgroup's memory limit is limit-memory plus this: the address-space limit (set on top of
+#: what the interpreter has mapped) fails an allocation with MemoryError first, the cgroup kills
+#: only what grows resident memory past it
+CGROUP_HEADROOM = 256 << 20
+
 
 class Limits(Record):
     """The limits of one sandbox: key -> value (None: unbounded), and the rule of each."""
@@ -140,13 +145,45 @@ def apply_rlimits(limits: Limits) -> None:
         # SIGXCPU at the soft limit (reported), SIGKILL one second later if it is ignored
         resource.setrlimit(resource.RLIMIT_CPU, (seconds, seconds + 1))
     if limits["limit-memory"]:
-        lower(resource.RLIMIT_AS, int(limits["limit-memory"]))
+        # on top of what the interpreter has already mapped (thread stacks and malloc arenas are
+        # address space it reserves, not memory it uses): the program may add the limit
+        lower(resource.RLIMIT_AS, int(limits["limit-memory"]) + _address_space())
     if limits["limit-processes"]:
         lower(resource.RLIMIT_NPROC, int(limits["limit-processes"]))
     if limits["limit-open-files"]:
         lower(resource.RLIMIT_NOFILE, int(limits["limit-open-files"]))
     if limits["limit-file-size"]:
         lower(resource.RLIMIT_FSIZE, int(limits["limit-file-size"]))
+
+
+class _Status:
+    fd: int | None = None
+
+
+def open_status() -> None:
+    """Open ``/proc/self/status`` now, while the OS provider still lets this process read it
+    (landlock does not grant ``/proc/self``): :func:`apply_rlimits` reads it later."""
+    if _Status.fd is None:
+        try:
+            _Status.fd = os.open("/proc/self/status", os.O_RDONLY | os.O_CLOEXEC)
+        except OSError:
+            _Status.fd = None
+
+
+def _address_space() -> int:
+    """This process's mapped address space now (VmSize), in bytes; 0 when unknown."""
+    try:
+        if _Status.fd is not None:
+            data = os.pread(_Status.fd, 65536, 0)
+        else:
+            with open("/proc/self/status", "rb") as f:
+                data = f.read()
+        for line in data.splitlines():
+            if line.startswith(b"VmSize:"):
+                return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return 0
 
 
 # -- cgroups -----------------------------------------------------------------------------------
@@ -170,8 +207,8 @@ class Cgroup:
         wanted = {}
         if limits["limit-processes"]:
             wanted["pids"] = int(limits["limit-processes"])
-        if limits["limit-memory"]:
-            wanted["memory"] = int(limits["limit-memory"])
+        if limits["limit-memory"]:  # a backstop for resident memory: the interpreter's own
+            wanted["memory"] = int(limits["limit-memory"]) + CGROUP_HEADROOM  # (see apply_rlimits)
         if not wanted:
             return None
         cls._counter += 1
@@ -243,7 +280,7 @@ class Cgroup:
         import time
 
         for directory in self.directories.values():
-            for _ in range(50):
+            for _ in range(300):  # up to 3 s: the kernel may still be uncharging its memory
                 try:
                     os.rmdir(directory)
                     break

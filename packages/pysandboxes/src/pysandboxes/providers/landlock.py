@@ -378,6 +378,8 @@ def _interpreter_paths() -> list[str]:
     # the rules decide whether the program may read there (unless -P / PYTHONSAFEPATH).
     entries = sys.path if sys.flags.safe_path else sys.path[1:]
     paths += [os.path.abspath(e) for e in entries if e]
+    if sys.pycache_prefix and os.path.isdir(sys.pycache_prefix):  # PYTHONPYCACHEPREFIX: compiled
+        paths.append(sys.pycache_prefix)  # modules kept aside, read-only (nothing is recompiled)
     return paths
 
 

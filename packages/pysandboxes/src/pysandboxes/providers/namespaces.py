@@ -206,26 +206,30 @@ class View:
         #: the forwarder listens on ports below 1024: bwrap keeps CAP_NET_BIND_SERVICE until the
         #: forwarder has bound them (unshare lowers ip_unprivileged_port_start in its namespace)
         self.bind_service = False
+        self.hostname = "sandbox"
+        self.share_net = False  # bwrap.share-net=true: the host's network (net= binds Python only)
+        self.proc = True  # unshare.proc=none: no /proc at all
 
 
 #: most files to look at when masking ignore= matches inside exposed directories
 _MASK_SCAN_LIMIT = 20000
 
 
-def view_for(policy: Policy, program_files: Sequence[str], cwd: str) -> View:
+def view_for(policy: Policy, program_files: Sequence[str], cwd: str, provider: str = "bwrap") -> View:
     from .landlock import plan_for
 
     plan = plan_for(policy, program_files=program_files)
     view = View()
+    options = policy.options_for(provider)  # bwrap.* / unshare.* keys (rules.md §4.15)
+    view.hostname = str(options.get("hostname") or "sandbox")
+    view.share_net = bool(options.get("share-net")) or options.get("unshare-net") is False
+    view.proc = options.get("proc") != "none"
     view.read_dirs = list(plan.read_dirs)
     view.read_files = [f for f in plan.read_files if not f.startswith(("/dev/", "/proc/"))]
     view.write_dirs = list(plan.write_dirs)
     for link in ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"):
         if os.path.islink(link):
             view.symlinks.append((os.readlink(link), link))
-    prefix = sys.pycache_prefix  # compiled modules kept aside (PYTHONPYCACHEPREFIX): read them
-    if prefix and os.path.isdir(prefix):
-        view.read_dirs.append(os.path.realpath(prefix))
     for extra in ("/usr/lib64",):  # the ELF interpreter's own path (/lib64/ld-linux-x86-64.so.2)
         if os.path.isdir(extra) and not os.path.islink(extra):
             view.read_dirs.append(extra)
@@ -287,12 +291,12 @@ def bwrap_argv(
         "--unshare-user",
         "--unshare-ipc",
         "--unshare-pid",
-        "--unshare-net",
+        *([] if view.share_net else ["--unshare-net"]),
         "--unshare-uts",
         "--unshare-cgroup-try",
         "--die-with-parent",
         "--hostname",
-        "sandbox",
+        view.hostname,
         "--cap-drop",
         "ALL",
         *(["--cap-add", "CAP_NET_BIND_SERVICE"] if view.bind_service else []),
@@ -354,6 +358,9 @@ class Network:
         self.plan: Any = _NO_PLAN
         if not policy.net.allow:  # no destination at all: the sandbox keeps its own loopback only
             return
+        options = policy.options_for(provider)
+        if options.get("share-net") or options.get("unshare-net") is False:
+            return  # the host's network, as the key says: the Python layer alone holds net=
         from . import netbroker
 
         self.plan = plan = netbroker.plan(policy)

@@ -89,6 +89,8 @@ def view_data(view: View, seccomp_fd: int) -> dict[str, Any]:
         "anyip_families": list(view.anyip_families),
         "cwd": view.cwd,
         "seccomp_fd": seccomp_fd,
+        "hostname": view.hostname,
+        "proc": view.proc,
     }
 
 
@@ -289,8 +291,9 @@ def _enter(data: dict[str, Any]) -> None:
     ):
         os.symlink(target, f"{new}/dev/{name}")
     os.symlink("/proc/self/fd/2", f"{new}/dev/stderr")
-    os.makedirs(new + "/proc", exist_ok=True)
-    mount("proc", new + "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
+    if data.get("proc", True):
+        os.makedirs(new + "/proc", exist_ok=True)
+        mount("proc", new + "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC)
     os.makedirs(new + data["cwd"], exist_ok=True)
     os.mkdir(new + "/.oldroot")
     _check(libc.syscall(155, new.encode(), (new + "/.oldroot").encode()), "pivot_root")
@@ -298,14 +301,16 @@ def _enter(data: dict[str, Any]) -> None:
     _check(libc.umount2(b"/.oldroot", MNT_DETACH), "umount the host's root")
     os.rmdir("/.oldroot")
     os.chdir(data["cwd"])
-    libc.sethostname(b"sandbox", 7)
+    hostname = str(data.get("hostname") or "sandbox").encode()
+    libc.sethostname(hostname, len(hostname))
     # the network, while the capabilities are still there (see netbroker.py)
     from .netsetup import _local_default_route, _loopback_up
 
     _loopback_up()
     # the forwarder may listen on ports below 1024 (443...) once the capabilities are gone
-    with open("/proc/sys/net/ipv4/ip_unprivileged_port_start", "w") as f:
-        f.write("0")
+    if os.path.exists("/proc/sys/net/ipv4/ip_unprivileged_port_start"):  # unshare.proc=none: no /proc
+        with open("/proc/sys/net/ipv4/ip_unprivileged_port_start", "w") as f:
+            f.write("0")
     for family in data.get("anyip_families", ()):
         import socket
 

@@ -136,6 +136,9 @@ def _boot(channel: Channel, handoff: dict[str, Any]) -> _Server:
 
         record_environment(learner)
         record_resolutions(learner)
+    from ..limits import open_status
+
+    open_status()  # limit-memory counts from what is mapped later: read it past landlock
     if provider == "landlock" and learner is None:
         from ..providers.landlock import confine, plan_for
 
@@ -279,7 +282,11 @@ class _Server:
     def _spawn(self) -> None:
         with self.lock:
             self.workers += 1
-        self.start_new_thread(self._work, ())
+        try:
+            self.start_new_thread(self._work, ())
+        except (RuntimeError, MemoryError):  # no memory left for a stack (limit-memory): the
+            with self.lock:  # pool stays as it is; the busy worker listens again when it is done
+                self.workers -= 1
 
     def _watch_host(self) -> None:
         """The host is gone (even killed with SIGKILL): end, and every process we started."""

@@ -201,18 +201,39 @@ class Child:
             argv = [*launcher, "--", *argv]
             fds += extra
             env.update(more_env)
+        self.breach = None
+        cgroup = None
+        gate: tuple[int, int] | None = None
+        if self.limits.kernel():
+            from ..limits import Cgroup
+
+            cgroup = self.cgroup = Cgroup.create(self.limits)
+            if cgroup is not None and self.provider in ("bwrap", "unshare"):
+                # the launcher forks at once: it waits at a gate until it is in the cgroup, so
+                # that everything it starts is counted
+                gate = os.pipe()  # on the launcher's stdin, which then becomes /dev/null again
+                argv = ["/bin/sh", "-c", 'read _; exec "$@" </dev/null', "sh", *argv]
         try:
             self.process = _in_spawner_thread(
                 subprocess.Popen,
                 argv,
                 pass_fds=tuple(fds),
-                stdin=subprocess.DEVNULL,
+                stdin=gate[0] if gate is not None else subprocess.DEVNULL,
                 stdout=out_w,
                 stderr=err_w,
                 env=env,
                 cwd=self.settings["cwd"],
                 start_new_session=True,
             )
+            if cgroup is not None:
+                try:
+                    cgroup.add(self.process.pid)
+                except OSError as exc:
+                    self._kill()
+                    cgroup.remove()
+                    raise SandBoxError(
+                        f"the sandbox could not start: its cgroup refused it ({exc})"
+                    ) from None
         finally:
             child.close()
             os.close(handoff)
@@ -220,20 +241,11 @@ class Child:
             os.close(err_w)
             for fd in fds[2:]:
                 os.close(fd)
-        self.breach = None
-        if self.limits.kernel():
-            from ..limits import Cgroup
-
-            self.cgroup = Cgroup.create(self.limits)
-            if self.cgroup is not None:
-                try:
-                    self.cgroup.add(self.process.pid)
-                except OSError as exc:
-                    self._kill()
-                    self.cgroup.remove()
-                    raise SandBoxError(
-                        f"the sandbox could not start: its cgroup refused it ({exc})"
-                    ) from None
+            if gate is not None:
+                os.close(gate[0])
+                with contextlib.suppress(OSError):  # a launcher killed at the gate reads nothing
+                    os.write(gate[1], b"\n")
+                os.close(gate[1])
         channel = Channel(parent, self.max_size)
         output = self.output = _Output([(out_r, "stdout"), (err_r, "stderr")], self)
         threading.Thread(target=self._relay, args=(output,), name="pysandboxes-output", daemon=True).start()
@@ -259,7 +271,7 @@ class Child:
             if isinstance(path, str):
                 # a package's whole directory: its submodules are imported in the child
                 files.append(os.path.dirname(path) if path.endswith("__init__.py") else path)
-        view = view_for(self.policy, files, self.settings["cwd"])
+        view = view_for(self.policy, files, self.settings["cwd"], self.provider)
         self._stop_network()
         network = self.network = Network(self.policy, self.provider)
         view.hosts_file = network.hosts_file
@@ -324,10 +336,10 @@ class Child:
         self.channel.close()
         self.process = None
 
-    def _kill(self) -> None:
+    def _kill(self, process: Any = None) -> None:
         import signal
 
-        process = self.process
+        process = process if process is not None else self.process
         if process is None:
             return
         with contextlib.suppress(ProcessLookupError, PermissionError):
@@ -335,14 +347,14 @@ class Child:
         with contextlib.suppress(Exception):
             process.wait(timeout=5)
 
-    def _reap(self) -> str:
-        process = self.process
+    def _reap(self, process: Any = None) -> str:
+        process = process if process is not None else self.process
         if process is None:
             return "is not running"
         try:
             code = process.wait(timeout=5)
         except Exception:
-            self._kill()
+            self._kill(process)
             code = process.returncode
         return _describe_exit(code)
 
@@ -444,24 +456,25 @@ class Child:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(process.pid, signal.SIGKILL)
 
-    def _breach_of(self, code: int | None) -> tuple[str, str] | None:
+    def _breach_of(self, code: int | None, cgroup: Any) -> tuple[str, str] | None:
         """Why the child died, when a limit killed it."""
         import signal
 
         if self.breach is not None:
             return self.breach
+        if code is not None and self.provider in ("bwrap", "unshare") and 128 < code <= 128 + 64:
+            code = 128 - code  # the launcher reports its program's signal as 128 + the signal
         if code == -signal.SIGXCPU and self.limits["limit-cpu"]:
             return ("limit-cpu", "killed by SIGXCPU")
-        if code == -signal.SIGKILL and self.cgroup is not None and self.cgroup.memory_exceeded():
+        if code == -signal.SIGKILL and cgroup is not None and cgroup.memory_exceeded():
             return ("limit-memory", "killed by the kernel's out-of-memory killer")
         return None
 
     def _release_cgroup(self) -> None:
-        self._stop_network()
-        cgroup, self.cgroup = self.cgroup, None
-        if cgroup is not None:
-            cgroup.kill()
-            cgroup.remove()
+        with self.lock:
+            cgroup, self.cgroup = self.cgroup, None
+            network, self.network = self.network, None
+        _free(cgroup, network)
 
     def _die(self, reason: str | None, *, count: bool = True, channel: Any = None) -> None:
         """The child is gone (or must go): fail the calls in flight, once per child.
@@ -474,14 +487,16 @@ class Child:
             if self.death is not None:
                 return
             self.death = "is stopping"
+            # this child's own: a restart may replace them while it is being buried
+            process, cgroup, network = self.process, self.cgroup, self.network
+            self.cgroup = self.network = None
         if reason is None:
-            reason = self._reap()
+            reason = self._reap(process)
         else:
-            self._kill()
+            self._kill(process)
         self.drain_output()
-        process = self.process
-        breach = self._breach_of(process.returncode if process is not None else None)
-        self._release_cgroup()
+        breach = self._breach_of(process.returncode if process is not None else None, cgroup)
+        _free(cgroup, network)
         with self.lock:
             self.death = reason
             if count:
@@ -819,6 +834,15 @@ def _spawn_loop(jobs: Any) -> None:
             answer.put((True, function(*args, **kwargs)))
         except BaseException as exc:
             answer.put((False, exc))
+
+
+def _free(cgroup: Any, network: Any) -> None:
+    """Release what one child had: its network broker, and its cgroup (emptied, removed)."""
+    if network is not None:
+        network.stop()
+    if cgroup is not None:
+        cgroup.kill()
+        cgroup.remove()
 
 
 def _limit_breach(error: BaseException, limits: Any) -> tuple[str, str] | None:

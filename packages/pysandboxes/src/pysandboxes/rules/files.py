@@ -124,6 +124,8 @@ def builtin_exposures() -> list[Exposure]:
     candidates.append((os.path.dirname(os.path.dirname(os.path.abspath(__file__))), own))
     for p in ("/etc/ssl", "/etc/pki", "/etc/ca-certificates", "/usr/share/ca-certificates", "/usr/share/pki"):
         candidates.append((p, ca))
+    if sys.pycache_prefix:  # PYTHONPYCACHEPREFIX: the compiled modules kept aside (read only)
+        candidates.append((sys.pycache_prefix, Origin(None, 0, BUILTIN, "<pycache>")))
     seen: dict[str, Exposure] = {}
     for p, origin in candidates:
         real = os.path.realpath(p)
