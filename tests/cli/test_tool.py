@@ -163,3 +163,28 @@ def test_tool_without_command_prints_help_and_exits_2(project: Path) -> None:
     result = run_tool(cwd=project)
     assert result.returncode == 2
     assert "init" in result.stdout and "explain" in result.stdout
+
+
+def test_doctor_lists_every_provider_and_why_one_cannot_start(project: Path) -> None:
+    here = run_tool("doctor", cwd=project)
+    assert here.returncode == 0
+    lines = here.stdout.splitlines()
+    assert [line.split()[0] for line in lines] == [
+        "none",
+        "subprocess",
+        "landlock",
+        "bwrap",
+        "unshare",
+        "firejail",
+        "qemu",
+    ]
+    assert lines[3] == "bwrap      available"  # CI installs bubblewrap
+    # without bubblewrap on the PATH: the reason and what to install
+    empty = project / "empty-bin"
+    empty.mkdir()
+    missing = run_tool("doctor", cwd=project, env={**os.environ, "PATH": str(empty)})
+    assert (
+        "bwrap      unavailable: bubblewrap is not installed: install it (Debian: apt-get install bubblewrap)"
+        in missing.stdout.splitlines()
+    )
+    assert "firejail   not in this version" in missing.stdout.splitlines()

@@ -962,3 +962,32 @@ def test_rule_for_an_unprivileged_port_runs(box: Sandboxed) -> None:
     box.write("p.py", "print('ran')\n")
     done = box.sb("p.py")
     assert (done.returncode, done.stdout, done.stderr) == (0, "ran\n", ""), done
+
+
+# -- 8. provider keys (rules.md §4.15) ---------------------------------------------------------
+
+KEY_PROBE = """
+import socket
+results["hostname"] = socket.gethostname()
+results["proc"] = os.path.isdir("/proc/self")
+results["interfaces"] = sorted(name for _index, name in socket.if_nameindex())
+"""
+
+
+def test_hostname_key_names_the_sandbox(box: Sandboxed) -> None:
+    default = box.probe(body=KEY_PROBE)
+    named = box.probe(f"{box.provider}.hostname=builder-7", body=KEY_PROBE)
+    assert (default["hostname"], named["hostname"]) == ("sandbox", "builder-7")
+
+
+def test_unshare_proc_none_leaves_no_proc(tmp_path: Path) -> None:
+    box = Sandboxed(tmp_path, "unshare")
+    assert box.probe(body=KEY_PROBE)["proc"] is True
+    assert box.probe("unshare.proc=none", body=KEY_PROBE)["proc"] is False
+
+
+def test_bwrap_share_net_keeps_the_host_interfaces(tmp_path: Path) -> None:
+    box = Sandboxed(tmp_path, "bwrap")
+    host = sorted(name for _index, name in socket.if_nameindex())
+    assert box.probe(body=KEY_PROBE)["interfaces"] == ["lo"]
+    assert box.probe("bwrap.share-net=true", body=KEY_PROBE)["interfaces"] == host

@@ -1,4 +1,5 @@
-"""``pysandboxes``: tooling around rule files (``init``, ``check``, ``explain``, ``diff``)."""
+"""``pysandboxes``: tooling around rule files (``init``, ``check``, ``explain``, ``diff``), and
+``doctor`` (which providers this host can run)."""
 
 from __future__ import annotations
 
@@ -48,6 +49,7 @@ def _parser() -> argparse.ArgumentParser:
     p_explain = sub.add_parser("explain", help="print the effective policy, each rule with its origin")
     p_explain.add_argument("path", nargs="?", default=RULE_FILE_NAME, help="rule file (default: %(default)s)")
     p_explain.add_argument("--api", action="store_true", help="list the sensitive functions of each category")
+    sub.add_parser("doctor", help="which OS providers this host can run, and why not")
     p_diff = sub.add_parser(
         "diff",
         help="list the learned rules of a candidate file that the active profile does not have yet",
@@ -72,6 +74,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _check(args.path, shipped=args.shipped, strict=args.strict)
         if args.command == "diff":
             return _diff(args.learned, args.active)
+        if args.command == "doctor":
+            return _doctor()
         return _explain(args.path, api=args.api)
     except KeyboardInterrupt:
         return 130
@@ -175,3 +179,21 @@ def _diff(learned: str, active: str) -> int:
         file=sys.stderr,
     )
     return 1
+
+
+def _doctor() -> int:
+    """One line per provider: whether it can start on this host, else why and what to do."""
+    from ..providers import PLANNED, default_provider, unavailable_reason
+    from ..rules.provider_keys import PROVIDERS
+
+    default = default_provider()
+    for name in PROVIDERS:
+        reason = unavailable_reason(name)
+        mark = " (the default here)" if name == default else ""
+        if reason is None:
+            print(f"{name:<10} available{mark}")
+        elif name in PLANNED:
+            print(f"{name:<10} not in this version")
+        else:
+            print(f"{name:<10} unavailable: {reason}")
+    return 0
