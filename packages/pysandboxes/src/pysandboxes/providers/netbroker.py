@@ -380,6 +380,25 @@ def _listen(address: str, port: int) -> socket.socket:
 # -- the host side -----------------------------------------------------------------------------
 
 
+def _shut(side: Any) -> None:
+    """Stop a Broker or a Forwarder: wake and join its threads, close its sockets."""
+    if side._sock is not None:
+        with contextlib.suppress(OSError):
+            side._sock.shutdown(socket.SHUT_RDWR)
+    if side._wake is not None:
+        os.write(side._wake[1], b"x")
+    side._threads.stop()
+    for s in side._listeners:
+        s.close()
+    side._listeners = []
+    if side._wake is not None:
+        _close_fds(side._wake)
+        side._wake = None
+    if side._sock is not None:
+        side._sock.close()
+        side._sock = None
+
+
 class Broker:
     """The host half: judges and opens connections for the sandbox; the network boundary.
 
@@ -433,21 +452,7 @@ class Broker:
     def stop(self) -> None:
         """Stop serving: close the socket and the listeners, join every thread (a connection
         being established is waited for, at most ``connect_timeout``)."""
-        if self._sock is not None:
-            with contextlib.suppress(OSError):
-                self._sock.shutdown(socket.SHUT_RDWR)
-        if self._wake is not None:
-            os.write(self._wake[1], b"x")
-        self._threads.stop()
-        for s in self._listeners:
-            s.close()
-        self._listeners = []
-        if self._wake is not None:
-            _close_fds(self._wake)
-            self._wake = None
-        if self._sock is not None:
-            self._sock.close()
-            self._sock = None
+        _shut(self)
 
     def _read(self, sock: socket.socket) -> None:
         while True:
@@ -630,21 +635,7 @@ class Forwarder:
 
     def stop(self) -> None:
         """Close the listeners, the broker socket and every forwarded connection; join threads."""
-        if self._sock is not None:
-            with contextlib.suppress(OSError):
-                self._sock.shutdown(socket.SHUT_RDWR)
-        if self._wake is not None:
-            os.write(self._wake[1], b"x")
-        self._threads.stop()
-        for s in self._listeners:
-            s.close()
-        self._listeners = []
-        if self._wake is not None:
-            _close_fds(self._wake)
-            self._wake = None
-        if self._sock is not None:
-            self._sock.close()
-            self._sock = None
+        _shut(self)
         self.closed.set()
 
     # the broker connection: one reader thread dispatches every reply

@@ -12,6 +12,7 @@ The view travels in a memfd whose number is in ``PYSANDBOXES_NS_VIEW``.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -132,15 +133,17 @@ def enter_in_process(view: View, seccomp_fd: int) -> None:
     signal.signal(signal.SIGQUIT, signal.SIG_DFL)
 
 
-def _wait_and_exit(pid: int) -> None:
-    """Outside the PID namespace: pass signals on to its init, exit as it does."""
+def _wait_and_exit(pid: int, *, reap_all: bool = False) -> None:
+    """Pass SIGTERM, SIGHUP, SIGUSR1 and SIGUSR2 on to ``pid``, wait for it (reaping every
+    other child on the way when ``reap_all``: an init collects the orphans of its namespace),
+    and exit as it did: its status, or 128 + the signal that ended it. Never returns."""
     import signal
 
     for number in (signal.SIGTERM, signal.SIGHUP, signal.SIGUSR1, signal.SIGUSR2):
         signal.signal(number, lambda signum, frame: _pass_on(pid, signum))
     while True:
         try:
-            waited, status = os.waitpid(pid, 0)
+            waited, status = os.waitpid(-1 if reap_all else pid, 0)
         except InterruptedError:
             continue
         except ChildProcessError:
@@ -175,27 +178,14 @@ def _become_init() -> None:
     pid = os.fork()
     if pid == 0:
         return
-    for number in (signal.SIGTERM, signal.SIGHUP, signal.SIGUSR1, signal.SIGUSR2):
-        signal.signal(number, lambda signum, frame: _pass_on(pid, signum))
     for number in (signal.SIGINT, signal.SIGQUIT):
         signal.signal(number, signal.SIG_IGN)
-    while True:
-        try:
-            waited, status = os.waitpid(-1, 0)
-        except InterruptedError:
-            continue
-        except ChildProcessError:
-            os._exit(0)
-        if waited == pid:
-            code = os.waitstatus_to_exitcode(status)
-            os._exit(code if code >= 0 else 128 - code)
+    _wait_and_exit(pid, reap_all=True)
 
 
 def _pass_on(pid: int, signum: int) -> None:
-    try:  # noqa: SIM105
+    with contextlib.suppress(OSError):
         os.kill(pid, signum)
-    except OSError:
-        pass
 
 
 def _libc() -> Any:
