@@ -277,10 +277,15 @@ class Cgroup:
                     os.kill(pid, signal.SIGKILL)
 
     def remove(self) -> None:
+        """Remove the directories (empty them first with :meth:`kill`). A cgroup whose last
+        processes are still exiting (a memory bomb's reclaim can take seconds) is left to a
+        short-lived detached process that keeps trying for a minute: never left behind, and
+        the caller does not wait for it."""
         import time
 
+        left = []
         for directory in self.directories.values():
-            for _ in range(300):  # up to 3 s: the kernel may still be uncharging its memory
+            for _ in range(100):
                 try:
                     os.rmdir(directory)
                     break
@@ -288,6 +293,45 @@ class Cgroup:
                     break
                 except OSError:  # still busy: the last processes are exiting
                     time.sleep(0.01)
+            else:
+                left.append(directory)
+        if left:
+            _remove_later(left)
+
+
+def _remove_later(directories: list[str]) -> None:
+    """A detached grandchild (no terminal, cwd /) retries ``rmdir`` for up to 60 s."""
+    import time
+
+    try:
+        pid = os.fork()
+    except OSError:
+        return
+    if pid:
+        with contextlib.suppress(ChildProcessError):
+            os.waitpid(pid, 0)
+        return
+    try:
+        os.setsid()
+        if os.fork():
+            os._exit(0)
+        os.chdir("/")
+        for fd in (0, 1, 2):
+            with contextlib.suppress(OSError):
+                os.close(fd)
+        deadline = time.monotonic() + 60
+        while directories and time.monotonic() < deadline:
+            for directory in list(directories):
+                try:
+                    os.rmdir(directory)
+                    directories.remove(directory)
+                except FileNotFoundError:
+                    directories.remove(directory)
+                except OSError:
+                    pass
+            time.sleep(0.1)
+    finally:
+        os._exit(0)
 
 
 def _own_cgroup(controller: str | None) -> str | None:
