@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # `make demo`: a program run under its rule file (complete mode), the same program without
-# it, C code against the kernel boundary; an agent whose tools run confined (partial mode);
+# it, C code against the kernel boundary (landlock, then the program's own namespaces); an agent whose tools run confined (partial mode);
 # then a first rule file learned from a trusted run; a rule file written, reviewed and explained, a broken one reported, and a locked one
 # refusing a rule added on the command line.
 # Everything happens in a temporary directory (removed on exit); the only network used is
@@ -92,6 +92,13 @@ if [ -z "$landlock_missing" ]; then
     "$bin/python-sb" "${grant[@]}" --os-sandbox=landlock "$quick/peek.py"
 else
     echo "(skipped: $landlock_missing)"
+fi
+unshare_missing="$("$bin/python" -c 'from pysandboxes.providers import unavailable_reason; print(unavailable_reason("unshare") or "")')"
+show "python-sb ${grant[*]} --os-sandbox=unshare $quick/peek.py   # own namespaces: the file is not even there"
+if [ -z "$unshare_missing" ]; then
+    "$bin/python-sb" "${grant[@]}" --os-sandbox=unshare "$quick/peek.py"
+else
+    echo "(skipped: $unshare_missing)"
 fi
 
 step "4. Partial mode: the agent keeps its rights, the tools it calls are confined"
