@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # `make demo`: a program run under its rule file (complete mode), the same program without
-# it, C code against the kernel boundary (landlock, then the program's own namespaces); an agent whose tools run confined (partial mode);
-# then a first rule file learned from a trusted run; a rule file written, reviewed and explained, a broken one reported, and a locked one
-# refusing a rule added on the command line.
+# it, C code against the kernel boundary (landlock, then the program's own namespaces); an
+# agent whose tools run confined (partial mode); a first rule file learned from a trusted run;
+# a rule file written, reviewed and explained, a broken one reported, and a locked one refusing
+# a rule added on the command line.
 # Everything happens in a temporary directory (removed on exit); the only network used is
 # two TCP servers on 127.0.0.1, started and stopped here.
 set -euo pipefail
