@@ -187,4 +187,8 @@ def test_doctor_lists_every_provider_and_why_one_cannot_start(project: Path) -> 
         "bwrap      unavailable: bubblewrap is not installed: install it (Debian: apt-get install bubblewrap)"
         in missing.stdout.splitlines()
     )
-    assert "firejail   not in this version" in missing.stdout.splitlines()
+    assert "qemu       not in this version" in missing.stdout.splitlines()
+    assert (
+        "firejail   unavailable: firejail is not installed: install it (Debian: apt-get install firejail)"
+        in missing.stdout.splitlines()
+    )

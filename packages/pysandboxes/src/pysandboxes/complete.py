@@ -531,7 +531,7 @@ def exec_fresh_interpreter(
     os.execve(sys.executable, [sys.executable, *options, "-c", boot], environment)
 
 
-NAMESPACE_PROVIDERS = ("bwrap", "unshare")
+NAMESPACE_PROVIDERS = ("bwrap", "unshare", "firejail")
 
 
 def run_unshare_in_process(command: CommandLine, policy: Policy, cwd: str, *, ipython: bool = False) -> int:
@@ -616,6 +616,14 @@ def run_in_namespaces(
     environment.update(network.env)
     if provider == "bwrap":
         launcher = bwrap_argv(view, seccomp_fd=filter_fd, info_fd=info_w)
+    elif provider == "firejail":
+        from .providers.firejail import firejail_argv
+
+        launcher, _profile_fd = firejail_argv(
+            view, policy.options_for("firejail"), network=network.fd is not None
+        )
+        os.close(info_w)  # firejail tells no pid: the supervisor signals firejail, which passes them on
+        info_r = -1
     else:
         from .providers.unshare_setup import unshare_argv
 

@@ -198,9 +198,17 @@ class Cgroup:
 
     _counter = 0
 
+    #: created and not removed yet: removed at exit too (a thread removing one may be a daemon)
+    live: ClassVar[set[Cgroup]] = set()
+
     def __init__(self, directories: dict[str, str], version: int) -> None:
         self.directories = directories  # controller -> directory created for this sandbox
         self.version = version
+        if not Cgroup.live:
+            import atexit
+
+            atexit.register(_remove_live)
+        Cgroup.live.add(self)
 
     @classmethod
     def create(cls, limits: Limits) -> Cgroup | None:
@@ -283,6 +291,7 @@ class Cgroup:
         the caller does not wait for it."""
         import time
 
+        Cgroup.live.discard(self)
         left = []
         for directory in self.directories.values():
             for _ in range(100):
@@ -297,6 +306,12 @@ class Cgroup:
                 left.append(directory)
         if left:
             _remove_later(left)
+
+
+def _remove_live() -> None:
+    for cgroup in list(Cgroup.live):
+        cgroup.kill()
+        cgroup.remove()
 
 
 def _remove_later(directories: list[str]) -> None:

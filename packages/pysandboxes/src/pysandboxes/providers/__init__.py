@@ -12,8 +12,8 @@ from ..errors import ProviderError
 from ..rules.policy import Policy
 
 #: providers this version can start; the others are recognised by the rules
-IMPLEMENTED = ("none", "subprocess", "landlock", "bwrap", "unshare")
-PLANNED = ("firejail", "qemu")
+IMPLEMENTED = ("none", "subprocess", "landlock", "bwrap", "unshare", "firejail")
+PLANNED = ("qemu",)
 
 
 def default_provider() -> str:
@@ -42,6 +42,10 @@ def unavailable_reason(name: str) -> str | None:
         from .namespaces import unavailable_reason as namespaces_reason
 
         return namespaces_reason(name)
+    if name == "firejail":
+        from .firejail import unavailable_reason as firejail_reason
+
+        return firejail_reason()
     if name in PLANNED:
         return (
             f"os-sandbox={name} is not implemented in this version of PySandboxes; "

@@ -196,7 +196,7 @@ class Child:
         # -u: what the function prints reaches the pipe at once, in the order written
         argv = [sys.executable, "-E", "-s", "-u", *_bytecode_options(), "-c", _BOOT.format(root=root)]
         fds = [child.fileno(), handoff]
-        if self.provider in ("bwrap", "unshare"):
+        if self.provider in ("bwrap", "unshare", "firejail"):
             launcher, extra, more_env = self._launcher()
             argv = [*launcher, "--", *argv]
             fds += extra
@@ -208,7 +208,7 @@ class Child:
             from ..limits import Cgroup
 
             cgroup = self.cgroup = Cgroup.create(self.limits)
-            if cgroup is not None and self.provider in ("bwrap", "unshare"):
+            if cgroup is not None and self.provider in ("bwrap", "unshare", "firejail"):
                 # the launcher forks at once: it waits at a gate until it is in the cgroup, so
                 # that everything it starts is counted
                 gate = os.pipe()  # on the launcher's stdin, which then becomes /dev/null again
@@ -283,6 +283,14 @@ class Child:
         network.fd = None
         if self.provider == "bwrap":
             return bwrap_argv(view, seccomp_fd=filter_fd, info_fd=None), fds, dict(network.env)
+        if self.provider == "firejail":
+            from ..providers.firejail import firejail_argv
+
+            os.close(filter_fd)  # firejail brings its own seccomp filter
+            launcher, profile_fd = firejail_argv(
+                view, self.policy.options_for("firejail"), network=network.fd is not None
+            )
+            return launcher, [*fds[1:], profile_fd], dict(network.env)
         from ..providers.unshare_setup import unshare_argv
 
         launcher, more_env, view_fd = unshare_argv(view, seccomp_fd=filter_fd, info_fd=None)
@@ -462,7 +470,7 @@ class Child:
 
         if self.breach is not None:
             return self.breach
-        if code is not None and self.provider in ("bwrap", "unshare") and 128 < code <= 128 + 64:
+        if code is not None and self.provider in ("bwrap", "unshare", "firejail") and 128 < code <= 128 + 64:
             code = 128 - code  # the launcher reports its program's signal as 128 + the signal
         if code == -signal.SIGXCPU and self.limits["limit-cpu"]:
             return ("limit-cpu", "killed by SIGXCPU")

@@ -1,0 +1,167 @@
+"""The ``firejail`` provider: the same view as ``bwrap``/``unshare``, expressed in firejail options.
+
+firejail cannot start from an empty root: it shows the host's file system and hides what it
+is told to. So the view of ``namespaces.view_for`` is turned around: every entry of the file
+system that holds nothing the sandbox may see is ``--blacklist``-ed (walking down only the
+directories on the way to what it may see; symbolic links are left, their targets are judged
+on their own), what it may see is ``--read-only``, the ``expose-rw=`` directories
+``--read-write``. Then ``--caps.drop=all``, ``--nonewprivs``, ``--seccomp``,
+``--restrict-namespaces``, ``--private-dev``, a new network namespace (``--net=none``) reached
+through the same network broker as the other namespace providers, and the ``firejail.rlimit-*``
+keys. ``/tmp`` is not replaced (``--private-tmp`` would hide a virtual environment or an exposed
+directory there): its other entries are hidden like any other.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+
+from ..errors import ProviderError
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Mapping
+
+    from .namespaces import View
+
+#: never walked nor hidden: firejail builds them itself (a private /dev, the PID namespace's
+#: /proc), and /sys holds no file a rule could expose
+_MANAGED = ("/proc", "/dev", "/sys")
+#: firejail's own run-time state lives there
+_KEEP = ("/run/firejail",)
+_CONFIG = "/etc/firejail/firejail.config"
+#: firejail 0.9.72 starts the program through /bin/bash: it must stay visible (read-only)
+SHELL = tuple(p for p in ("/bin/bash",) if os.path.exists(p))
+
+
+def binary() -> str | None:
+    return shutil.which("firejail")
+
+
+def unavailable_reason() -> str | None:
+    if binary() is None:
+        return "firejail is not installed: install it (Debian: apt-get install firejail)"
+    return None
+
+
+def _restricted_network() -> bool:
+    """Debian ships ``restricted-network yes``: ``--net`` is then refused to users other than
+    root, and firejail would run with the host's network."""
+    try:
+        with open(_CONFIG, encoding="utf-8") as f:
+            for line in f:
+                words = line.split()
+                if words[:2] == ["restricted-network", "yes"]:
+                    return True
+    except OSError:
+        pass
+    return False
+
+
+def hidden(view: View) -> list[str]:
+    """The entries to blacklist: everything not on the way to what the view shows."""
+    visible = {os.path.realpath(p) for p in (*view.read_dirs, *view.read_files, *view.write_dirs, *SHELL)}
+    visible.add(os.path.realpath(view.cwd))
+    visible.update(p for p in _KEEP if os.path.exists(p))
+    ancestors: set[str] = set()
+    for path in visible:
+        probe = path
+        while probe != "/":
+            probe = os.path.dirname(probe)
+            ancestors.add(probe)
+    out: list[str] = []
+
+    def walk(directory: str) -> None:
+        try:
+            names = sorted(os.listdir(directory))
+        except OSError:
+            return
+        for name in names:
+            path = os.path.join(directory, name)
+            if path in visible or path in _MANAGED or path in _KEEP or os.path.islink(path):
+                continue
+            if path in ancestors:
+                walk(path)
+            else:
+                out.append(path)
+
+    walk("/")
+    return out
+
+
+def firejail_argv(view: View, options: Mapping[str, object], *, network: bool) -> tuple[list[str], int]:
+    """firejail's command line for ``view`` (the program follows ``--``), and the descriptor of
+    the profile it reads (an anonymous memory file, inherited): firejail takes at most 128
+    arguments, and hiding a file system takes hundreds of lines."""
+    path = binary()
+    if path is None:
+        raise ProviderError("os-sandbox=firejail cannot start: firejail is not installed")
+    if not view.share_net and os.geteuid() != 0 and _restricted_network():
+        raise ProviderError(
+            f"os-sandbox=firejail cannot give the sandbox its own network: {_CONFIG} says "
+            "'restricted-network yes', so firejail refuses --net to users other than root and the "
+            "program would keep the host's network. Change that line to 'restricted-network no' "
+            "(as root), or use os-sandbox=unshare or bwrap"
+        )
+    del network  # the broker works the same in firejail's network namespace
+    bridge = options.get("net")
+    if bridge not in (None, "none"):
+        raise ProviderError(
+            f"firejail.net={bridge}: bridging a host interface into the sandbox would give native code "
+            "the host's network; the net= rules are held by the network broker instead: remove the line"
+        )
+    lines = [
+        "caps.drop all",
+        "nonewprivs",
+        "nogroups",
+        "restrict-namespaces",
+        "private-dev",
+        f"hostname {view.hostname}",
+    ]
+    if options.get("seccomp", True) is not False:
+        lines.append("seccomp")
+    for key, option in (("seccomp.keep", "seccomp.keep"), ("seccomp.block", "seccomp.drop")):
+        value = options.get(key)
+        if value:
+            names = value if isinstance(value, str) else ",".join(str(v) for v in value)  # type: ignore[attr-defined]
+            lines.append(f"{option} {names}")
+    if not view.share_net:
+        lines.append("net none")
+    for key in (
+        "rlimit-as",
+        "rlimit-cpu",
+        "rlimit-fsize",
+        "rlimit-nofile",
+        "rlimit-nproc",
+        "rlimit-sigpending",
+    ):
+        value = options.get(key)
+        if value is not None:
+            lines.append(f"{key} {value}")
+    for entry in (*hidden(view), *view.masked_files, *view.masked_dirs):
+        if any(c in entry for c in "\n\r"):
+            raise ProviderError(f"os-sandbox=firejail cannot hide {entry!r}: its name holds a line break")
+        lines.append(f"blacklist {entry}")
+    lines += [
+        f"read-only {p}" for p in sorted({*view.read_dirs, *view.read_files, *map(os.path.realpath, SHELL)})
+    ]
+    if view.cwd not in view.write_dirs:
+        lines.append(f"read-only {view.cwd}")
+    lines += [f"read-write {p}" for p in sorted(set(view.write_dirs))]
+    lines += [f"read-only {p}" for p in view.protected]
+    if view.hosts_file is not None:
+        lines.append(f"hosts-file {view.hosts_file}")
+    fd = os.memfd_create("pysandboxes-firejail-profile", 0)
+    os.write(fd, ("\n".join(lines) + "\n").encode())
+    os.lseek(fd, 0, os.SEEK_SET)
+    os.set_inheritable(fd, True)
+    argv = [
+        path,
+        "--quiet",
+        f"--profile=/proc/self/fd/{fd}",
+        "--keep-fd=all",
+        "--deterministic-exit-code",
+        "--deterministic-shutdown",
+    ]
+    return argv, fd

@@ -1,0 +1,194 @@
+"""os-sandbox=firejail end to end: what the kernel holds for native code, in pairs.
+
+firejail shows the host's file system and hides what it is told to (``--blacklist``): a hidden
+file reads as nothing (root may open the empty file firejail puts over it; anyone else gets
+EACCES), never as its content. Everything else is held as under bwrap and unshare.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from .test_namespaces import Sandboxed, Server
+
+FIREJAIL = shutil.which("firejail")
+
+
+@pytest.fixture
+def box(tmp_path: Path) -> Sandboxed:
+    assert FIREJAIL is not None, "CI installs firejail (.ci/run)"
+    return Sandboxed(tmp_path, "firejail")
+
+
+@pytest.fixture
+def server() -> Server:
+    s = Server()
+    yield s  # type: ignore[misc]
+    s.close()
+
+
+def _hidden(value: str) -> bool:
+    """What reading a hidden file gives: an error, or (root) the empty file over it."""
+    return value in ("ok:", "EACCES", "ENOENT", "EPERM")
+
+
+def test_python_layer_refuses_as_usual(box: Sandboxed) -> None:
+    box.write("data/a.txt", "data-a")
+    box.write("app.py", "print(open('data/a.txt').read())\n")
+    box.rules()
+    refused = box.sb("app.py")
+    assert refused.returncode == 1
+    assert "RuleFileNotFoundError: Access to" in refused.stderr
+    box.rules("expose-ro=./data")
+    assert box.sb("app.py").stdout == "data-a\n"
+
+
+def test_native_code_cannot_read_what_is_not_exposed(box: Sandboxed) -> None:
+    box.write("data/a.txt", "data-a")
+    results = box.probe(
+        "expose-ro=./data",
+        body=f"""
+        results["exposed"] = native_open("data/a.txt")
+        results["outside"] = native_open({str(box.outside / "secret.txt")!r})
+        results["home"] = native_open({str(box.home / ".secret")!r})
+        results["etc"] = native_open("/etc/hostname")
+        """,
+    )
+    assert results["exposed"] == "ok:data-a"
+    for key in ("outside", "home", "etc"):
+        assert _hidden(results[key]), results
+
+
+def test_native_writes_only_in_expose_rw(box: Sandboxed) -> None:
+    box.write("out/.keep", "")
+    results = box.probe(
+        "expose-rw=./out",
+        body=f"""
+        results["rw"] = native_write("out/x.txt")
+        results["cwd"] = native_write("here.txt")
+        results["outside"] = native_write({str(box.outside / "new.txt")!r})
+        """,
+    )
+    assert results["rw"] == "ok" and (box.root / "out" / "x.txt").read_text() == "written"
+    assert results["cwd"] in ("EROFS", "EACCES", "EPERM") and not (box.root / "here.txt").exists()
+    assert results["outside"] in ("EROFS", "EACCES", "EPERM", "ENOENT")
+    assert not (box.outside / "new.txt").exists()
+
+
+def test_host_processes_are_invisible(box: Sandboxed) -> None:
+    results = box.probe(
+        body=f"""
+        try:
+            os.kill({os.getpid()}, 0)
+            results["kill"] = "ok"
+        except OSError as exc:
+            results["kill"] = _errno(exc.errno)
+        """
+    )
+    assert results["kill"] == "ESRCH"
+
+
+def test_network_is_exactly_the_rules_for_native_code(box: Sandboxed, server: Server) -> None:
+    other = Server()
+    try:
+        results = box.probe(
+            f"net=ALLOW|tcp|127.0.0.1|{server.port}|OUT",
+            body=f"""
+            results["allowed"] = native_connect("127.0.0.1", {server.port})
+            results["other"] = native_connect("127.0.0.1", {other.port})
+            """,
+        )
+    finally:
+        other.close()
+    assert results["allowed"].startswith("ok:")
+    assert results["other"] == "ECONNREFUSED"
+    assert other.connections == 0
+
+
+def test_a_shared_library_under_an_exposed_tmp_directory_loads(box: Sandboxed) -> None:
+    # the reference's --noexec=/tmp breaks every compiled extension of a venv there
+    libm = next(
+        p
+        for p in ("/usr/lib/x86_64-linux-gnu/libm.so.6", "/lib/x86_64-linux-gnu/libm.so.6")
+        if os.path.exists(p)
+    )
+    (box.root / "lib").mkdir()
+    shutil.copy(libm, box.root / "lib" / "libm.so.6")
+    results = box.probe(
+        "expose-ro=./lib",
+        body="""
+        m = ctypes.CDLL(os.path.abspath("lib/libm.so.6"))
+        m.cos.restype = ctypes.c_double
+        m.cos.argtypes = [ctypes.c_double]
+        results["cos"] = m.cos(0.0)
+        """,
+    )
+    assert results["cos"] == 1.0
+
+
+def test_rlimit_keys_reach_the_program(box: Sandboxed) -> None:
+    results = box.probe(
+        "firejail.rlimit-nofile=64",
+        body="""
+        import resource
+        results["nofile"] = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
+        """,
+    )
+    assert results["nofile"] == 64
+
+
+def test_exit_status_like_python(box: Sandboxed) -> None:
+    box.rules()
+    box.write("app.py", "import sys\nsys.exit(3)\n")
+    assert box.sb("app.py").returncode == 3
+
+
+def test_partial_mode_call_runs_confined(box: Sandboxed) -> None:
+    box.write("data/a.txt", "data-a")
+    box.write(
+        "tools.py",
+        f"""
+import ctypes, os
+from pysandboxes import sandbox
+
+@sandbox
+def look():
+    libc = ctypes.CDLL(None, use_errno=True)
+    fd = libc.open({str(box.outside / "secret.txt")!r}.encode(), os.O_RDONLY)
+    leaked = os.read(fd, 100).decode() if fd >= 0 else ""
+    return open("data/a.txt").read(), leaked
+""",
+    )
+    box.write(
+        "host.py",
+        "import tools\nfrom pysandboxes import sandboxes\nwith sandboxes():\n    print(tools.look())\n",
+    )
+    box.rules("expose-ro=./data", "python-import=ctypes, os", "python-api=ALLOW:native")
+    done = subprocess.run(
+        [sys.executable, "host.py"],
+        cwd=box.root,
+        env=box.environ,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert (done.returncode, done.stdout) == (0, "('data-a', '')\n"), done
+
+
+def test_a_missing_firejail_stops_the_run(box: Sandboxed, tmp_path: Path) -> None:
+    empty = tmp_path / "empty-bin"
+    empty.mkdir()
+    box.rules()
+    box.write("app.py", "open('ran', 'w').close()\n")
+    done = box.sb("app.py", env={**box.environ, "PATH": str(empty)})
+    assert done.returncode == 2
+    assert done.stderr.strip().endswith(
+        "cannot start: firejail is not installed: install it (Debian: apt-get install firejail)"
+    )
+    assert not (box.root / "ran").exists()
