@@ -273,7 +273,12 @@ class Child:
                 files.append(os.path.dirname(path) if path.endswith("__init__.py") else path)
         view = view_for(self.policy, files, self.settings["cwd"], self.provider)
         self._stop_network()
-        network = self.network = Network(self.policy, self.provider)
+        policy = self.policy
+        if policy.net.hostnames:  # the broker connects to the addresses names had at the start
+            from ..complete import _resolve
+
+            policy = policy.pin_hostnames(_resolve)
+        network = self.network = Network(policy, self.provider)
         view.hosts_file = network.hosts_file
         view.anyip_families = network.plan.anyip_families
         view.bind_service = network.privileged_ports
