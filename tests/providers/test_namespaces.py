@@ -991,3 +991,17 @@ def test_bwrap_share_net_keeps_the_host_interfaces(tmp_path: Path) -> None:
     host = sorted(name for _index, name in socket.if_nameindex())
     assert box.probe(body=KEY_PROBE)["interfaces"] == ["lo"]
     assert box.probe("bwrap.share-net=true", body=KEY_PROBE)["interfaces"] == host
+
+
+def test_a_program_piped_on_standard_input_reaches_the_sandbox(box: Sandboxed) -> None:
+    box.rules()
+    done = subprocess.run(
+        [PYTHON_SB, "-"],
+        cwd=box.root,
+        env=box.environ,
+        input='import sys\nprint("from stdin", sys.argv)\n',
+        capture_output=True,
+        text=True,
+        timeout=TIMEOUT,
+    )
+    assert (done.returncode, done.stdout, done.stderr) == (0, "from stdin ['-']\n", "")

@@ -534,6 +534,17 @@ def exec_fresh_interpreter(
 NAMESPACE_PROVIDERS = ("bwrap", "unshare", "firejail")
 
 
+def _program_files(command: CommandLine, cwd: str) -> list[str]:
+    """What the program is read from, for the sandbox's view, without reading it here (the
+    interpreter in the sandbox reads it: standard input must reach it untouched)."""
+    if command.mode == SCRIPT and command.target:
+        script = os.path.realpath(os.path.join(cwd, command.target))
+        return [script] if os.path.exists(script) else []
+    if command.mode == MODULE and command.target:
+        return _module_location(command.target.partition(".")[0], cwd)
+    return []
+
+
 def run_unshare_in_process(command: CommandLine, policy: Policy, cwd: str, *, ipython: bool = False) -> int:
     """``os-sandbox=unshare`` in this interpreter (no exec): a supervising parent stays
     outside (signals, limits, the network broker); the child makes the namespaces, builds the
@@ -590,8 +601,7 @@ def run_in_namespaces(
     from .providers.namespaces import Network, bwrap_argv, seccomp_fd, view_for
     from .supervise import supervise
 
-    program = Program(command, cwd, ipython=ipython)  # the files the sandbox must see
-    view = view_for(policy, program.program_files, cwd, provider)
+    view = view_for(policy, _program_files(command, cwd), cwd, provider)
     network = Network(policy, provider)  # the broker: before the fork, its threads stay here
     view.hosts_file = network.hosts_file
     view.anyip_families = network.plan.anyip_families
