@@ -4,6 +4,8 @@ command-line and ``sandboxes(**rules)`` overrides, the ``learn=false`` lock, and
 
 from __future__ import annotations
 
+import os
+
 import pytest
 
 from pysandboxes.limits import PARTIAL_DEFAULTS, from_policy
@@ -283,3 +285,33 @@ def test_python_sb_refuses_an_invalid_limit_in_the_rule_file(project: Project) -
         "",
         ".py-sandboxes(2): limit-open-files must be at least 16, got 8\n",
     )
+
+
+def test_empty_cgroups_of_a_killed_host_are_swept_by_the_next_sandbox() -> None:
+    # a host killed with SIGKILL cannot remove its cgroup; the next sandbox removes it, and
+    # only what is certainly stale: named like ours, its pid gone, no process in it
+    import subprocess
+
+    from pysandboxes.limits import Cgroup, Limits
+
+    from .conftest import _cgroup_parents
+
+    parent = next(p for p in _cgroup_parents() if "/memory" in p or p.endswith("unified"))
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    stale = os.path.join(parent, f"pysandboxes-{dead.pid}-1")
+    alive = os.path.join(parent, f"pysandboxes-{os.getppid()}-77")  # pytest's parent: alive
+    foreign = os.path.join(parent, "pysandboxes-not-ours")
+    for d in (stale, alive, foreign):
+        os.mkdir(d)
+    try:
+        Cgroup._counter = 0  # the first cgroup of a process sweeps
+        made = Cgroup.create(Limits(values={"limit-memory": 64 << 20}, rules={}))
+        assert made is not None
+        made.kill()
+        made.remove()
+        assert (os.path.exists(stale), os.path.exists(alive), os.path.exists(foreign)) == (False, True, True)
+    finally:
+        for d in (stale, alive, foreign):
+            if os.path.exists(d):
+                os.rmdir(d)

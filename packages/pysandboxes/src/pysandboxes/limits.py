@@ -228,6 +228,9 @@ class Cgroup:
             reason = str(exc)
         else:
             reason = "no writable cgroup hierarchy with the pids and memory controllers"
+        if made is not None and cls._counter == 1:
+            for directory in set(made.directories.values()):
+                _sweep(os.path.dirname(directory))
         if made is None:
             _info(
                 f"cgroups not available here ({reason}): limits hold through setrlimit only "
@@ -306,6 +309,38 @@ class Cgroup:
                 left.append(directory)
         if left:
             _remove_later(left)
+
+
+def _sweep(parent: str) -> None:
+    """Remove the empty cgroups a sandbox left next to ours when its host was killed before it
+    could (SIGKILL runs no clean-up): ``pysandboxes-PID-N`` directories whose PID is gone and
+    that hold no process. Anything else is never touched."""
+    try:
+        names = os.listdir(parent)
+    except OSError:
+        return
+    for name in names:
+        parts = name.split("-")
+        if len(parts) != 3 or parts[0] != "pysandboxes" or not parts[1].isdigit() or not parts[2].isdigit():
+            continue
+        pid = int(parts[1])
+        if pid == os.getpid():
+            continue
+        try:
+            os.kill(pid, 0)
+            continue  # its host is alive: its own to remove
+        except ProcessLookupError:
+            pass
+        except OSError:
+            continue
+        directory = os.path.join(parent, name)
+        try:
+            with open(os.path.join(directory, "cgroup.procs")) as f:
+                if f.read().strip():
+                    continue
+            os.rmdir(directory)
+        except OSError:
+            pass
 
 
 def _remove_live() -> None:
