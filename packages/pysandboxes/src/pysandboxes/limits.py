@@ -294,7 +294,6 @@ class Cgroup:
         the caller does not wait for it."""
         import time
 
-        Cgroup.live.discard(self)
         left = []
         for directory in self.directories.values():
             for _ in range(100):
@@ -309,6 +308,9 @@ class Cgroup:
                 left.append(directory)
         if left:
             _remove_later(left)
+        # only now: a daemon thread removing it may be stopped by the interpreter's exit, and
+        # the exit hook then removes what is still in this set
+        Cgroup.live.discard(self)
 
 
 def _sweep(parent: str) -> None:
