@@ -182,4 +182,4 @@ echo "learn=false" >> .py-sandboxes
 "$bin/python-sb" --expose-ro=/etc app.py || echo "(exit code $?)"
 
 step "Done"
-echo "Next: docs/complete-mode.md, docs/partial-mode.md, docs/security-model.md, docs/rules.md; \`make test\` runs the suite."
+echo "Next: docs/complete-mode.md, docs/partial-mode.md, docs/learning.md, docs/providers.md, docs/limits.md, docs/eval.md, docs/security-model.md, docs/rules.md; \`make test\` runs the suite."
