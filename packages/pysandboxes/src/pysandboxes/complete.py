@@ -443,7 +443,9 @@ def _run_armed(
     except BaseException as exc:
         sys.excepthook(type(exc), exc, strip_own_frames(exc))
         status = 1
-        breach = _limit_breach(exc, limits)
+        from .limits import breach_of
+
+        breach = breach_of(exc, limits)
         if breach is not None:
             from .limits import EXIT_LIMIT, stderr
 
@@ -459,19 +461,6 @@ def _run_armed(
         except SystemExit as exc:
             return _exit_status(exc)
     return status
-
-
-def _limit_breach(exc: BaseException, limits: Any) -> tuple[str, str] | None:
-    """An uncaught error that a limit caused: ``(key, what)``."""
-    if isinstance(exc, MemoryError) and limits["limit-memory"]:
-        return ("limit-memory", "MemoryError")
-    if isinstance(exc, OSError) and limits["limit-file-size"] and exc.errno == 27:  # EFBIG
-        return ("limit-file-size", "a write beyond it failed: File too large")
-    if isinstance(exc, OSError) and limits["limit-open-files"] and exc.errno == 24:  # EMFILE
-        return ("limit-open-files", "Too many open files")
-    if isinstance(exc, BlockingIOError) and limits["limit-processes"]:
-        return ("limit-processes", "a new process was refused")
-    return None
 
 
 def _program_modules(program: Program) -> tuple[str, ...]:
@@ -506,19 +495,7 @@ def exec_fresh_interpreter(
     argv: list[str], command: CommandLine, policy: Policy, cwd: str, *, ipython: bool = False
 ) -> None:
     """Replace this process with ``python [options] -c BOOT``, handing over argv and env."""
-    import json
-
-    data = json.dumps({"argv": argv, "environ": dict(os.environ), "cwd": cwd, "ipython": ipython}).encode()
-    fd = os.memfd_create("pysandboxes-handoff", os.MFD_CLOEXEC)
-    os.write(fd, data)
-    os.lseek(fd, 0, os.SEEK_SET)
-    os.set_inheritable(fd, True)
-    options = [o for o in command.interpreter_options if o != "-i"]
-    package_root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    boot = (
-        f"import sys; sys.path.insert(0, {package_root!r}); "
-        "from pysandboxes.complete import resume; sys.exit(resume())"
-    )
+    fd = _handoff({"argv": argv, "environ": dict(os.environ), "cwd": cwd, "ipython": ipython})
     # The interpreter starts with what configures it on the host, as python would (PYTHON*,
     # the locale); the program then sees only the env= result (see run()).
     if policy.learning:  # learning: the host's environment (see run())
@@ -528,7 +505,29 @@ def exec_fresh_interpreter(
     environment[_HANDOFF_ENV] = str(fd)
     sys.stdout.flush()
     sys.stderr.flush()
-    os.execve(sys.executable, [sys.executable, *options, "-c", boot], environment)
+    os.execve(sys.executable, [sys.executable, *_fresh_interpreter_args(command)], environment)
+
+
+def _handoff(payload: dict[str, Any]) -> int:
+    """An inheritable anonymous memory file holding ``payload`` (JSON), read by :func:`resume`."""
+    import json
+
+    fd = os.memfd_create("pysandboxes-handoff", 0)
+    os.write(fd, json.dumps(payload).encode())
+    os.lseek(fd, 0, os.SEEK_SET)
+    os.set_inheritable(fd, True)
+    return fd
+
+
+def _fresh_interpreter_args(command: CommandLine) -> list[str]:
+    """``[options] -c BOOT``: the interpreter options of the command line (the REPL's ``-i``
+    is emulated), then the bootstrap that calls :func:`resume`."""
+    package_root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    boot = (
+        f"import sys; sys.path.insert(0, {package_root!r}); "
+        "from pysandboxes.complete import resume; sys.exit(resume())"
+    )
+    return [*(o for o in command.interpreter_options if o != "-i"), "-c", boot]
 
 
 NAMESPACE_PROVIDERS = ("bwrap", "unshare", "firejail")
@@ -550,15 +549,12 @@ def run_unshare_in_process(command: CommandLine, policy: Policy, cwd: str, *, ip
     outside (signals, limits, the network broker); the child makes the namespaces, builds the
     view (see ``providers/unshare_setup.py``) and runs the program as PID 2 of its namespace,
     with everything read and compiled before: one interpreter, like landlock."""
-    from .providers.namespaces import Inside, Network, seccomp_fd, start_forwarder, view_for
+    from .providers.namespaces import Inside, sandbox_view, seccomp_fd, start_forwarder
     from .providers.unshare_setup import enter_in_process
     from .supervise import supervise
 
     program = Program(command, cwd, ipython=ipython)
-    view = view_for(policy, program.program_files, cwd, "unshare")
-    network = Network(policy, "unshare", start=False)
-    view.hosts_file = network.hosts_file
-    view.anyip_families = network.plan.anyip_families
+    view, network = sandbox_view(policy, "unshare", program.program_files, cwd, start_broker=False)
     filter_fd = seccomp_fd()
     sys.stdout.flush()
     sys.stderr.flush()
@@ -596,50 +592,21 @@ def run_in_namespaces(
 ) -> int:
     """``os-sandbox=bwrap|unshare``: start a fresh interpreter inside new namespaces (see
     ``providers/namespaces.py``) and supervise it from outside: signals, limits, exit status."""
-    import json
-
-    from .providers.namespaces import Network, bwrap_argv, seccomp_fd, view_for
+    from .providers.namespaces import launcher, sandbox_view
     from .supervise import supervise
 
-    view = view_for(policy, _program_files(command, cwd), cwd, provider)
-    network = Network(policy, provider)  # the broker: before the fork, its threads stay here
-    view.hosts_file = network.hosts_file
-    view.anyip_families = network.plan.anyip_families
-    view.bind_service = network.privileged_ports
-    data = json.dumps(
+    # the broker: before the fork, its threads stay here
+    view, network = sandbox_view(policy, provider, _program_files(command, cwd), cwd)
+    handoff = _handoff(
         {"argv": argv, "environ": dict(os.environ), "cwd": cwd, "ipython": ipython, "inside": provider}
-    ).encode()
-    handoff = os.memfd_create("pysandboxes-handoff", 0)
-    os.write(handoff, data)
-    os.lseek(handoff, 0, os.SEEK_SET)
-    os.set_inheritable(handoff, True)
-    filter_fd = seccomp_fd()
+    )
     info_r, info_w = os.pipe()
     os.set_inheritable(info_w, True)
-    package_root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
-    boot = (
-        f"import sys; sys.path.insert(0, {package_root!r}); "
-        "from pysandboxes.complete import resume; sys.exit(resume())"
-    )
-    options = [o for o in command.interpreter_options if o != "-i"]
     environment = _interpreter_environment(policy)
-    environment.update(network.env)
-    if provider == "bwrap":
-        launcher = bwrap_argv(view, seccomp_fd=filter_fd, info_fd=info_w)
-    elif provider == "firejail":
-        from .providers.firejail import firejail_argv
-
-        launcher, _profile_fd = firejail_argv(
-            view, policy.options_for("firejail"), network=network.fd is not None
-        )
-        os.close(info_w)  # firejail tells no pid: the supervisor signals firejail, which passes them on
-        info_r = -1
-    else:
-        from .providers.unshare_setup import unshare_argv
-
-        launcher, extra, _view_fd = unshare_argv(view, seccomp_fd=filter_fd, info_fd=info_w)
-        environment.update(extra)
-        os.close(info_w)  # nobody writes it: the supervisor signals unshare itself
+    start, fds, extra, informs = launcher(view, policy, provider, network, info_fd=info_w)
+    environment.update(extra)
+    if not informs:  # nobody writes it: the supervisor signals the launcher, which passes them on
+        os.close(info_w)
         info_r = -1
     environment[_HANDOFF_ENV] = str(handoff)
     sys.stdout.flush()
@@ -647,12 +614,14 @@ def run_in_namespaces(
     try:
         status = supervise(
             limits_of(policy),
-            argv=[*launcher, "--", sys.executable, *options, "-c", boot],
+            argv=[*start, "--", sys.executable, *_fresh_interpreter_args(command)],
             env=environment,
             info_fd=info_r if info_r >= 0 else None,
         )
     finally:
         network.stop()
+        for fd in fds:
+            os.close(fd)
     assert status is not None  # only the child returns None, and it execs the launcher
     return status
 

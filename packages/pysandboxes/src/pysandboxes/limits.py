@@ -21,7 +21,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import sys
 
 from ._record import Record
 
@@ -474,17 +473,20 @@ def _info(message: str) -> None:
     info(_LOGGER, message)
 
 
-def describe_status(status: int) -> str:
-    """``killed by SIGXCPU``, ``exit status 3``… for a wait status."""
-    import signal
+def breach_of(error: BaseException, limits: Limits) -> tuple[str, str] | None:
+    """An error that a limit caused (the program's uncaught error, or a call's): ``(key, what)``."""
+    from .errors import SandBoxError
 
-    if os.WIFSIGNALED(status):
-        number = os.WTERMSIG(status)
-        try:
-            return f"killed by {signal.Signals(number).name}"
-        except ValueError:
-            return f"killed by signal {number}"
-    return f"exit status {os.waitstatus_to_exitcode(status)}"
+    if isinstance(error, MemoryError) and limits["limit-memory"]:
+        return ("limit-memory", "MemoryError")
+    if isinstance(error, OSError) and not isinstance(error, SandBoxError):
+        if error.errno == 27 and limits["limit-file-size"]:  # EFBIG
+            return ("limit-file-size", "a write beyond it failed: File too large")
+        if error.errno == 24 and limits["limit-open-files"]:  # EMFILE
+            return ("limit-open-files", "Too many open files")
+        if isinstance(error, BlockingIOError) and limits["limit-processes"]:  # fork: EAGAIN
+            return ("limit-processes", "a new process was refused")
+    return None
 
 
 def stderr(line: str) -> None:
@@ -492,4 +494,4 @@ def stderr(line: str) -> None:
         os.write(2, (line + "\n").encode("utf-8", "replace"))
 
 
-__all__ = ["EXIT_LIMIT", "EXIT_TIMEOUT", "Cgroup", "Limits", "apply_rlimits", "from_policy", "sys"]
+__all__ = ["EXIT_LIMIT", "EXIT_TIMEOUT", "Cgroup", "Limits", "apply_rlimits", "breach_of", "from_policy"]

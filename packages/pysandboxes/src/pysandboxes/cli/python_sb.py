@@ -66,10 +66,11 @@ def main(
             if provider == "unshare" and not complete.needs_fresh_interpreter(command, policy, provider):
                 return complete.run_unshare_in_process(command, policy, here, ipython=ipython)
             return complete.run_in_namespaces(args, command, policy, provider, here, ipython=ipython)
-        if not fresh and complete.limits_of(policy).supervised():
+        limits = complete.limits_of(policy)
+        if not fresh and limits.supervised():
             from ..supervise import supervise
 
-            status = supervise(complete.limits_of(policy))
+            status = supervise(limits)
             if status is not None:
                 return status  # the supervisor: the program ran (and ended) in the child
         if not fresh and complete.needs_fresh_interpreter(command, policy, provider):

@@ -90,7 +90,7 @@ def hidden(view: View) -> list[str]:
     return out
 
 
-def firejail_argv(view: View, options: Mapping[str, object], *, network: bool) -> tuple[list[str], int]:
+def firejail_argv(view: View, options: Mapping[str, object]) -> tuple[list[str], int]:
     """firejail's command line for ``view`` (the program follows ``--``), and the descriptor of
     the profile it reads (an anonymous memory file, inherited): firejail takes at most 128
     arguments, and hiding a file system takes hundreds of lines."""
@@ -104,7 +104,6 @@ def firejail_argv(view: View, options: Mapping[str, object], *, network: bool) -
             "program would keep the host's network. Change that line to 'restricted-network no' "
             "(as root), or use os-sandbox=unshare or bwrap"
         )
-    del network  # the broker works the same in firejail's network namespace
     bridge = options.get("net")
     if bridge not in (None, "none"):
         raise ProviderError(

@@ -470,3 +470,48 @@ def start_forwarder(policy: Policy, provider: str) -> Policy:
 
         _drop_capabilities(_libc())
     return plan.guard_policy(policy)
+
+
+# -- one sandbox, host side (complete and partial mode) -----------------------------------------
+
+
+def sandbox_view(
+    policy: Policy, provider: str, files: Sequence[str], cwd: str, *, start_broker: bool = True
+) -> tuple[View, Network]:
+    """The view for ``provider`` and the network behind it (the broker; ``start_broker=False``:
+    its threads are started later, in the process that stays outside)."""
+    view = view_for(policy, files, cwd, provider)
+    network = Network(policy, provider, start=start_broker)
+    view.hosts_file = network.hosts_file
+    view.anyip_families = network.plan.anyip_families
+    view.bind_service = network.privileged_ports
+    return view, network
+
+
+def launcher(
+    view: View, policy: Policy, provider: str, network: Network, *, info_fd: int | None = None
+) -> tuple[list[str], list[int], dict[str, str], bool]:
+    """The launcher's command line (the interpreter follows ``--``), the descriptors it must
+    inherit (the broker's sandbox end is handed over with them: the caller closes them once
+    the launcher runs), the variables to add to its environment, and whether it writes
+    ``info_fd`` (bwrap's ``--info-fd``: the program's pid, for signals)."""
+    filter_fd = seccomp_fd()
+    fds = [filter_fd, *([network.fd] if network.fd is not None else [])]
+    network.fd = None
+    if provider == "bwrap":
+        return (
+            bwrap_argv(view, seccomp_fd=filter_fd, info_fd=info_fd),
+            fds,
+            dict(network.env),
+            info_fd is not None,
+        )
+    if provider == "firejail":
+        from .firejail import firejail_argv
+
+        os.close(filter_fd)  # firejail brings its own seccomp filter
+        argv, profile_fd = firejail_argv(view, policy.options_for("firejail"))
+        return argv, [*fds[1:], profile_fd], dict(network.env), False
+    from .unshare_setup import unshare_argv
+
+    argv, extra, view_fd = unshare_argv(view, seccomp_fd=filter_fd, info_fd=info_fd)
+    return argv, [*fds, view_fd], {**network.env, **extra}, False

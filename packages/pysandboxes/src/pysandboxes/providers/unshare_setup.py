@@ -13,9 +13,7 @@ The view travels in a memfd whose number is in ``PYSANDBOXES_NS_VIEW``.
 from __future__ import annotations
 
 import contextlib
-import json
 import os
-import shutil
 
 from ..errors import ProviderError
 
@@ -48,6 +46,9 @@ def unshare_argv(
 ) -> tuple[list[str], dict[str, str], int]:
     """util-linux unshare's command line, the variable to add to its environment, and the
     descriptor to pass: the view and the filter go in inherited memfds."""
+    import json
+    import shutil
+
     binary = shutil.which("unshare")
     if binary is None:
         raise ProviderError("os-sandbox=unshare cannot start: util-linux's unshare is not installed")
@@ -158,6 +159,8 @@ def enter_if_asked() -> None:
     raw = os.environ.pop(VIEW_ENV, None)
     if raw is None:
         return
+    import json
+
     with os.fdopen(int(raw), "rb") as f:
         data = json.loads(f.read())
     try:

@@ -262,7 +262,7 @@ class Child:
 
     def _launcher(self) -> tuple[list[str], list[int], dict[str, str]]:
         """bwrap's or unshare's command line for the child, and the descriptors it reads."""
-        from ..providers.namespaces import Network, bwrap_argv, seccomp_fd, view_for
+        from ..providers.namespaces import launcher, sandbox_view
 
         files = [self.settings["main_file"]] if self.settings.get("main_file") else []
         for name in self.settings["modules"]:
@@ -271,35 +271,15 @@ class Child:
             if isinstance(path, str):
                 # a package's whole directory: its submodules are imported in the child
                 files.append(os.path.dirname(path) if path.endswith("__init__.py") else path)
-        view = view_for(self.policy, files, self.settings["cwd"], self.provider)
         self._stop_network()
         policy = self.policy
         if policy.net.hostnames:  # the broker connects to the addresses names had at the start
             from ..complete import _resolve
 
             policy = policy.pin_hostnames(_resolve)
-        network = self.network = Network(policy, self.provider)
-        view.hosts_file = network.hosts_file
-        view.anyip_families = network.plan.anyip_families
-        view.bind_service = network.privileged_ports
-        filter_fd = seccomp_fd()
-        # the broker's sandbox end is passed, then closed here (the network keeps no copy)
-        fds = [filter_fd, *([network.fd] if network.fd is not None else [])]
-        network.fd = None
-        if self.provider == "bwrap":
-            return bwrap_argv(view, seccomp_fd=filter_fd, info_fd=None), fds, dict(network.env)
-        if self.provider == "firejail":
-            from ..providers.firejail import firejail_argv
-
-            os.close(filter_fd)  # firejail brings its own seccomp filter
-            launcher, profile_fd = firejail_argv(
-                view, self.policy.options_for("firejail"), network=network.fd is not None
-            )
-            return launcher, [*fds[1:], profile_fd], dict(network.env)
-        from ..providers.unshare_setup import unshare_argv
-
-        launcher, more_env, view_fd = unshare_argv(view, seccomp_fd=filter_fd, info_fd=None)
-        return launcher, [*fds, view_fd], {**network.env, **more_env}
+        view, self.network = sandbox_view(policy, self.provider, files, self.settings["cwd"])
+        argv, fds, env, _info = launcher(view, self.policy, self.provider, self.network)
+        return argv, fds, env
 
     def _stop_network(self) -> None:
         network, self.network = self.network, None
@@ -656,8 +636,10 @@ class Child:
             raise frame
         self.drain_output()
         if frame.kind == ERROR:
+            from ..limits import breach_of
+
             error = codec.decode_exception(bytes(frame.payload))
-            breach = _limit_breach(error, self.limits)
+            breach = breach_of(error, self.limits)
             if breach is not None:  # the next call gets a fresh child (and the tree is gone)
                 self._die(f"exceeded {self.limits.shown(breach[0])}", count=False)
                 raise self._resource_error(*breach) from error
@@ -856,20 +838,6 @@ def _free(cgroup: Any, network: Any) -> None:
     if cgroup is not None:
         cgroup.kill()
         cgroup.remove()
-
-
-def _limit_breach(error: BaseException, limits: Any) -> tuple[str, str] | None:
-    """An error a call raised that a limit caused: ``(key, what)``."""
-    if isinstance(error, MemoryError) and limits["limit-memory"]:
-        return ("limit-memory", "MemoryError")
-    if isinstance(error, OSError) and not isinstance(error, SandBoxError):
-        if error.errno == 27 and limits["limit-file-size"]:
-            return ("limit-file-size", "a write beyond it failed: File too large")
-        if error.errno == 24 and limits["limit-open-files"]:
-            return ("limit-open-files", "Too many open files")
-        if error.errno == 11 and limits["limit-processes"] and isinstance(error, BlockingIOError):
-            return ("limit-processes", "a new process was refused")
-    return None
 
 
 def _describe_exit(code: int | None) -> str:
