@@ -187,7 +187,11 @@ def test_doctor_lists_every_provider_and_why_one_cannot_start(project: Path) -> 
         "bwrap      unavailable: bubblewrap is not installed: install it (Debian: apt-get install bubblewrap)"
         in missing.stdout.splitlines()
     )
-    assert "qemu       not in this version" in missing.stdout.splitlines()
+    assert (
+        "qemu       unavailable: it needs a kernel with the 9p and virtio modules, a static busybox and QEMU; "
+        "install them with `apt-get install qemu-system-x86`" in missing.stdout.splitlines()
+    )
+    assert lines[6].startswith("qemu       available (")  # CI installs QEMU, the kernel and busybox
     assert (
         "firejail   unavailable: firejail is not installed: install it (Debian: apt-get install firejail)"
         in missing.stdout.splitlines()

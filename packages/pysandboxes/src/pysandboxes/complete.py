@@ -16,6 +16,7 @@ from ._frames import strip_own_frames
 from ._log import debug, debug_enabled
 from .cli.cpython_args import COMMAND, MODULE, REPL, SCRIPT, STDIN, CommandLine
 from .errors import ProviderError, RuleSyntaxError, SandBoxError
+from .providers import LAUNCHED
 from .rules import load_policy, locate
 from .rules.policy import Policy
 
@@ -530,7 +531,7 @@ def _fresh_interpreter_args(command: CommandLine) -> list[str]:
     return [*(o for o in command.interpreter_options if o != "-i"), "-c", boot]
 
 
-NAMESPACE_PROVIDERS = ("bwrap", "unshare", "firejail")
+NAMESPACE_PROVIDERS = LAUNCHED
 
 
 def _program_files(command: CommandLine, cwd: str) -> list[str]:
@@ -617,6 +618,7 @@ def run_in_namespaces(
             argv=[*start, "--", sys.executable, *_fresh_interpreter_args(command)],
             env=environment,
             info_fd=info_r if info_r >= 0 else None,
+            cgroup=provider != "qemu",  # the virtual machine is the bound (its memory, its own kernel)
         )
     finally:
         network.stop()

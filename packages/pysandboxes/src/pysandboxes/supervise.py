@@ -40,6 +40,7 @@ def supervise(
     info_fd: int | None = None,
     on_parent: Callable[[], None] | None = None,
     relays_exit: bool = False,
+    cgroup: bool = True,
 ) -> int | None:
     """Fork. In the child: return None (go on and run the program), or, with ``argv``, exec it
     (a namespace provider's launcher: bwrap, unshare) with SIGINT, SIGQUIT and SIGHUP blocked,
@@ -49,8 +50,9 @@ def supervise(
     whose ``child-pid`` receives the forwarded signals. ``on_parent``: run in the parent right
     after the fork (threads that must not exist in the child). ``relays_exit``: the child
     reports its program's death by a signal as status 128 + the signal (a launcher, or the
-    namespace processes of os-sandbox=unshare)."""
-    cgroup = Cgroup.create(limits)
+    namespace processes of os-sandbox=unshare). ``cgroup=False``: no cgroup (a virtual machine's
+    launcher: the guest's kernel bounds the program)."""
+    group = Cgroup.create(limits) if cgroup else None
     relay = limits["limit-output"] is not None
     _become_subreaper()
     pipes = [os.pipe() for _ in range(2)] if relay else []
@@ -81,14 +83,14 @@ def supervise(
         os.close(w)
     if on_parent is not None:
         on_parent()
-    if cgroup is not None:
+    if group is not None:
         try:
-            cgroup.add(pid)
+            group.add(pid)
         except OSError as exc:
             stderr(f"python-sb: cannot put the program in its cgroup ({exc}); nothing was run")
             os.kill(pid, signal.SIGKILL)
             os.waitpid(pid, 0)
-            cgroup.remove()
+            group.remove()
             return 2
     target = [pid]  # the sandboxed program once bwrap says which pid it is
     if info_fd is not None:
@@ -102,11 +104,11 @@ def supervise(
     os.write(ready_w, b"x")
     os.close(ready_w)
     try:
-        return _wait(pid, limits, cgroup, [r for r, _ in pipes], launcher=argv is not None or relays_exit)
+        return _wait(pid, limits, group, [r for r, _ in pipes], launcher=argv is not None or relays_exit)
     finally:
-        if cgroup is not None:
-            cgroup.kill()
-            cgroup.remove()
+        if group is not None:
+            group.kill()
+            group.remove()
 
 
 def _become_subreaper() -> None:

@@ -191,6 +191,11 @@ def _doctor() -> int:
         reason = unavailable_reason(name)
         mark = " (the default here)" if name == default else ""
         if reason is None:
+            if name == "qemu":  # which acceleration a guest gets here
+                from ..providers.qemu import accelerator
+
+                accel, why = accelerator()
+                mark += f" ({'KVM' if accel == 'kvm' else 'TCG, software emulation'}: {why})"
             print(f"{name:<10} available{mark}")
         elif name in PLANNED:
             print(f"{name:<10} not in this version")

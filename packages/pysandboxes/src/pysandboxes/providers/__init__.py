@@ -12,8 +12,10 @@ from ..errors import ProviderError
 from ..rules.policy import Policy
 
 #: providers this version can start; the others are recognised by the rules
-IMPLEMENTED = ("none", "subprocess", "landlock", "bwrap", "unshare", "firejail")
-PLANNED = ("qemu",)
+IMPLEMENTED = ("none", "subprocess", "landlock", "bwrap", "unshare", "firejail", "qemu")
+PLANNED: tuple[str, ...] = ()
+#: providers whose sandbox a launcher process builds (the program runs in a fresh interpreter)
+LAUNCHED = ("bwrap", "unshare", "firejail", "qemu")
 
 
 def default_provider() -> str:
@@ -46,6 +48,10 @@ def unavailable_reason(name: str) -> str | None:
         from .firejail import unavailable_reason as firejail_reason
 
         return firejail_reason()
+    if name == "qemu":
+        from .qemu import unavailable_reason as qemu_reason
+
+        return qemu_reason()
     if name in PLANNED:
         return (
             f"os-sandbox={name} is not implemented in this version of PySandboxes; "

@@ -461,7 +461,7 @@ def start_forwarder(policy: Policy, provider: str) -> Policy:
     from . import netbroker
 
     plan = netbroker.plan(policy)
-    if provider == "unshare":  # the routes were set while the capabilities were still there
+    if provider in ("unshare", "qemu"):  # the routes were set while the capabilities were still there
         plan = dataclasses.replace(plan, anyip_families=())
     fd, Inside.broker_fd = Inside.broker_fd, None
     netbroker.fork_forwarder(socket.socket(fileno=fd), plan)
@@ -505,6 +505,12 @@ def launcher(
             dict(network.env),
             info_fd is not None,
         )
+    if provider == "qemu":
+        from .qemu import launcher_argv
+
+        argv, settings_fds = launcher_argv(view, policy, network, filter_fd)
+        os.close(filter_fd)  # the guest's agent applies the same filter (sent in the settings)
+        return argv, [*fds[1:], *settings_fds], dict(network.env), False
     if provider == "firejail":
         from .firejail import firejail_argv
 

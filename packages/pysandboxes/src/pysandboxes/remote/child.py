@@ -105,7 +105,9 @@ def _boot(channel: Channel, handoff: dict[str, Any]) -> _Server:
     if policy.net.hostnames:
         policy = policy.pin_hostnames(complete._resolve)
     provider = handoff["provider"]
-    if provider in ("bwrap", "unshare", "firejail"):
+    from ..providers import LAUNCHED
+
+    if provider in LAUNCHED:
         from ..providers.namespaces import start_forwarder
 
         policy = start_forwarder(policy, provider)

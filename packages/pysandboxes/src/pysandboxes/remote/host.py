@@ -17,6 +17,7 @@ import threading
 import time
 
 from ..errors import SandBoxError, SandBoxTimeoutError
+from ..providers import LAUNCHED
 from . import codec
 from .channel import CALL, CANCEL, CLOSE, END, ERROR, FAILED, READY, SHUTDOWN, Channel, ChannelClosed
 
@@ -31,6 +32,8 @@ if TYPE_CHECKING:
 SPIN = 60e-6 if len(os.sched_getaffinity(0)) > 1 else 0.0  # one CPU: polling starves the peer
 #: how long the child may take to start (it imports the program's modules)
 START_TIMEOUT = 60.0
+#: a virtual machine: its launcher enforces qemu.start_timeout (up to 180 s under TCG) itself
+QEMU_START_TIMEOUT = 600.0
 #: after a timeout, how long a cancelled call may take to stop before the child is killed
 CANCEL_GRACE = 2.0
 #: more deaths than this within RESTART_WINDOW seconds: stop restarting (fail closed)
@@ -196,7 +199,7 @@ class Child:
         # -u: what the function prints reaches the pipe at once, in the order written
         argv = [sys.executable, "-E", "-s", "-u", *_bytecode_options(), "-c", _BOOT.format(root=root)]
         fds = [child.fileno(), handoff]
-        if self.provider in ("bwrap", "unshare", "firejail"):
+        if self.provider in LAUNCHED:
             launcher, extra, more_env = self._launcher()
             argv = [*launcher, "--", *argv]
             fds += extra
@@ -204,11 +207,11 @@ class Child:
         self.breach = None
         cgroup = None
         gate: tuple[int, int] | None = None
-        if self.limits.kernel():
+        if self.limits.kernel() and self.provider != "qemu":  # a VM: its own memory and kernel
             from ..limits import Cgroup
 
             cgroup = self.cgroup = Cgroup.create(self.limits)
-            if cgroup is not None and self.provider in ("bwrap", "unshare", "firejail"):
+            if cgroup is not None and self.provider in LAUNCHED:
                 # the launcher forks at once: it waits at a gate until it is in the cgroup, so
                 # that everything it starts is counted
                 gate = os.pipe()  # on the launcher's stdin, which then becomes /dev/null again
@@ -289,13 +292,14 @@ class Child:
     def _wait_ready(self, channel: Channel) -> Frame:
         import select
 
-        deadline = time.monotonic() + START_TIMEOUT
+        timeout = QEMU_START_TIMEOUT if self.provider == "qemu" else START_TIMEOUT
+        deadline = time.monotonic() + timeout
         while True:
             remaining = deadline - time.monotonic()
             ready, _, _ = select.select([channel.fileno()], [], [], max(remaining, 0))
             if not ready:
                 self._kill()
-                raise SandBoxError(f"the sandbox did not start within {START_TIMEOUT:.0f} s")
+                raise SandBoxError(f"the sandbox did not start within {timeout:.0f} s")
             try:
                 frame = channel.recv()
             except ChannelClosed:
@@ -455,7 +459,7 @@ class Child:
 
         if self.breach is not None:
             return self.breach
-        if code is not None and self.provider in ("bwrap", "unshare", "firejail") and 128 < code <= 128 + 64:
+        if code is not None and self.provider in LAUNCHED and 128 < code <= 128 + 64:
             code = 128 - code  # the launcher reports its program's signal as 128 + the signal
         if code == -signal.SIGXCPU and self.limits["limit-cpu"]:
             return ("limit-cpu", "killed by SIGXCPU")

@@ -1,0 +1,433 @@
+"""The ``qemu`` provider's launcher: a host process standing for the program in the guest.
+
+Started as ``python -I -S -c <boot> ROOT SETTINGS_FD -- program argv...`` with the program's
+environment, working directory and standard streams, and with every descriptor the program must
+inherit (partial mode's channel, the network broker's socket, hand-off files). It
+
+1. enters a user and mount namespace of its own and assembles there, on a tmpfs, the tree the
+   guest may see (the sandbox's view: read-only binds, writable binds, masks);
+2. starts QEMU on that tree, which it shares as the guest's root over virtio-9p, with one
+   virtio-serial port for the link (:mod:`.vmlink`);
+3. once the guest's agent is up, sends it the program's command line, environment and
+   descriptors, then relays standard input, output and error and the signals it receives
+   (SIGINT, SIGQUIT, SIGTERM, SIGHUP, SIGUSR1, SIGUSR2);
+4. exits as the program did (its status, or 128 + the signal that ended it).
+
+A guest that is not ready within the start timeout, or a QEMU that dies, ends the launcher
+with a message naming the cause and the last lines of the guest's console.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from typing import Any
+
+#: exit status when the sandbox itself fails (not the program)
+EXIT_FAILURE = 125
+_FORWARDED = (signal.SIGINT, signal.SIGQUIT, signal.SIGTERM, signal.SIGHUP, signal.SIGUSR1, signal.SIGUSR2)
+
+
+def _say(text: str) -> None:
+    with contextlib.suppress(OSError):
+        os.write(2, f"python-sb: qemu: {text}\n".encode())
+
+
+def main() -> None:
+    _root, settings_fd, *rest = sys.argv[1:]
+    if not rest or rest[0] != "--" or len(rest) < 2:
+        _say("usage: qemu_launch ROOT SETTINGS_FD -- PROGRAM [ARGS...]")
+        os._exit(2)
+    program = rest[1:]
+    with os.fdopen(int(settings_fd), "rb") as f:
+        settings = json.loads(f.read())
+    carried = _inherited_fds()
+    try:
+        stage = _assemble(settings["view"])
+    except OSError as exc:
+        _say(f"cannot assemble the guest's files: {exc}")
+        os._exit(EXIT_FAILURE)
+    try:
+        code = Launcher(settings, program, carried, stage).run()
+    finally:
+        _dismantle(stage)
+    os._exit(code)
+
+
+def _inherited_fds() -> list[int]:
+    fds = []
+    for name in os.listdir("/proc/self/fd"):
+        fd = int(name)
+        if fd > 2:
+            with contextlib.suppress(OSError):
+                os.fstat(fd)
+                fds.append(fd)
+    return sorted(fds)
+
+
+# -- the guest's files -------------------------------------------------------------------------
+
+
+def _assemble(view: dict[str, Any]) -> str:
+    """A user and mount namespace for this process, and in it, on a tmpfs, the sandbox's view:
+    the directory QEMU shares as the guest's root."""
+    import tempfile
+
+    from .unshare_setup import (
+        CLONE_NEWNS,
+        CLONE_NEWUSER,
+        MS_BIND,
+        MS_NODEV,
+        MS_NOSUID,
+        MS_PRIVATE,
+        MS_RDONLY,
+        MS_REC,
+        MS_REMOUNT,
+        _check,
+        _libc,
+    )
+
+    stage = tempfile.mkdtemp(prefix="pysandboxes-guest-")
+    uid, gid = os.getuid(), os.getgid()
+    libc = _libc()
+    _check(libc.unshare(CLONE_NEWUSER | CLONE_NEWNS), "unshare a user and mount namespace")
+    with open("/proc/self/setgroups", "w") as f:
+        f.write("deny")
+    with open("/proc/self/uid_map", "w") as f:
+        f.write(f"0 {uid} 1")
+    with open("/proc/self/gid_map", "w") as f:
+        f.write(f"0 {gid} 1")
+    import ctypes
+
+    def mount(
+        source: str | None, target: str, fstype: str | None, flags: int, options: str | None = None
+    ) -> None:
+        _check(
+            libc.mount(
+                source.encode() if source else None,
+                target.encode(),
+                fstype.encode() if fstype else None,
+                ctypes.c_ulong(flags),
+                options.encode() if options else None,
+            ),
+            f"mount {source or fstype} on {target}",
+        )
+
+    def locked_flags(path: str) -> int:
+        from .unshare_setup import MS_NOEXEC
+
+        st = os.statvfs(path)
+        flags = 0
+        for bit, mount_bit in ((os.ST_NOSUID, MS_NOSUID), (os.ST_NODEV, MS_NODEV), (os.ST_NOEXEC, MS_NOEXEC)):
+            if st.f_flag & bit:
+                flags |= mount_bit
+        return flags
+
+    def bind(source: str, target: str, *, readonly: bool) -> None:
+        if os.path.isdir(source):
+            os.makedirs(target, exist_ok=True)
+        else:
+            os.makedirs(os.path.dirname(target), exist_ok=True)
+            if not os.path.exists(target):
+                open(target, "w").close()
+        mount(source, target, None, MS_BIND | MS_REC)
+        if readonly:
+            mount(None, target, None, MS_BIND | MS_REMOUNT | MS_RDONLY | locked_flags(source))
+
+    mount(None, "/", None, MS_REC | MS_PRIVATE)
+    mount("tmpfs", stage, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755")
+    for target, link in view["symlinks"]:
+        os.symlink(target, stage + link)
+    for path in view["read_dirs"]:
+        bind(path, stage + path, readonly=True)
+    for path in view["read_files"]:
+        bind(path, stage + path, readonly=True)
+    for path in view["write_dirs"]:
+        bind(path, stage + path, readonly=False)
+    for path in view["protected"]:
+        bind(path, stage + path, readonly=True)
+    for path in view["masked_dirs"]:
+        os.makedirs(stage + path, exist_ok=True)
+        mount("tmpfs", stage + path, "tmpfs", MS_NOSUID | MS_NODEV | MS_RDONLY, "mode=0755")
+    for path in view["masked_files"]:
+        bind("/dev/null", stage + path, readonly=True)
+    if view.get("hosts_file"):
+        bind(view["hosts_file"], stage + "/etc/hosts", readonly=True)
+    for name in ("dev", "proc", "tmp"):
+        os.makedirs(f"{stage}/{name}", exist_ok=True)
+    os.makedirs(stage + view["cwd"], exist_ok=True)
+    # the guest writes nowhere but in the writable binds
+    mount(None, stage, None, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV)
+    return stage
+
+
+def _dismantle(stage: str) -> None:
+    from .unshare_setup import MNT_DETACH, _libc
+
+    with contextlib.suppress(Exception):
+        _libc().umount2(stage.encode(), MNT_DETACH)
+    with contextlib.suppress(OSError):
+        os.rmdir(stage)
+
+
+# -- QEMU and the link -------------------------------------------------------------------------
+
+
+class Launcher:
+    def __init__(self, settings: dict[str, Any], program: list[str], carried: list[int], stage: str) -> None:
+        self.settings = settings
+        self.program = program
+        self.carried = carried
+        self.stage = stage
+        self.events: dict[str, threading.Event] = {
+            name: threading.Event() for name in ("hello", "started", "exit", "closed")
+        }
+        self.status: dict[str, Any] = {}
+        self.link: Any = None
+        self.qemu: subprocess.Popen[bytes] | None = None
+        self.console: list[bytes] = []
+        self.outputs = [threading.Event(), threading.Event()]
+        self.failure: str | None = None
+
+    # -- QEMU ---------------------------------------------------------------------------------
+
+    def _argv(self, accel: str, link_fd: int) -> list[str]:
+        s = self.settings
+        # the TSC's frequency is given: calibrating it against the PIT fails now and then under TCG
+        # (and the guest then waits forever for a timer)
+        append = f"console=ttyS0 panic=-1 tsc_early_khz={_tsc_khz()} tsc=reliable no_timer_check "
+        append += "" if s["show_boot_console"] else "quiet loglevel=1 "
+        append += f"PYSB_PYTHON={s['python']} PYSB_ROOT={s['root']}"
+        argv = [
+            s["qemu"],
+            "-M",
+            "microvm,acpi=on",
+            "-accel",
+            accel,
+            *(["-cpu", "max"] if accel == "tcg" else []),
+            "-m",
+            f"{s['memory_mb']}M",
+            "-smp",
+            "1",
+            "-nodefaults",
+            "-no-user-config",
+            "-nographic",
+            "-no-reboot",
+            "-kernel",
+            s["kernel"],
+            "-initrd",
+            s["initramfs"],
+            "-append",
+            append,
+            "-serial",
+            "stdio",
+            "-fsdev",
+            f"local,id=root,path={self.stage},security_model=none",
+            "-device",
+            "virtio-9p-device,fsdev=root,mount_tag=pysandboxes",
+            "-chardev",
+            f"socket,id=link,fd={link_fd}",
+            "-device",
+            "virtio-serial-device,max_ports=2",
+            "-device",
+            "virtserialport,chardev=link,name=pysandboxes",
+        ]
+        return argv
+
+    def _start(self, accel: str) -> None:
+        import socket
+
+        from .vmlink import Link
+
+        for event in self.events.values():
+            event.clear()
+        mine, theirs = socket.socketpair()
+        self.link = Link(mine.detach(), first_id=1001, on_control=self._control, on_closed=self._closed)
+        self.qemu = subprocess.Popen(
+            self._argv(accel, theirs.fileno()),
+            pass_fds=(theirs.fileno(),),
+            stdin=subprocess.DEVNULL,
+            stdout=None if self.settings["show_boot_console"] else subprocess.PIPE,
+            stderr=subprocess.PIPE,
+            start_new_session=True,  # the terminal's Ctrl-C is for the program, not for QEMU
+        )
+        theirs.close()
+        self.console = []
+        for stream in (self.qemu.stdout, self.qemu.stderr):
+            if stream is not None:
+                threading.Thread(target=self._keep_console, args=(stream,), daemon=True).start()
+        self.link.start()
+
+    def _keep_console(self, stream: Any) -> None:
+        for line in stream:
+            self.console.append(line)
+            del self.console[:-40]
+
+    def _stop_qemu(self) -> None:
+        qemu, self.qemu = self.qemu, None
+        if qemu is not None:
+            with contextlib.suppress(ProcessLookupError):
+                qemu.kill()
+            qemu.wait()
+
+    def _console_tail(self) -> str:
+        lines = b"".join(self.console).decode("utf-8", "replace").strip().splitlines()[-12:]
+        return "\n".join(f"  | {line}" for line in lines)
+
+    def _wait_ready(self, accel: str) -> bool:
+        """Wait for the guest's hello; False when it did not come in time (QEMU is stopped)."""
+        s = self.settings
+        from .qemu import DEFAULT_START_TIMEOUT
+
+        timeout = s["start_timeout"] or DEFAULT_START_TIMEOUT[accel]
+        deadline = time.monotonic() + timeout
+        probe = time.monotonic() + min(timeout, _kvm_probe()) if accel == "kvm" else None
+        while not self.events["hello"].wait(0.05):
+            qemu = self.qemu
+            if qemu is not None and qemu.poll() is not None:
+                self.failure = f"QEMU stopped before the guest was ready (status {qemu.returncode})"
+                return False
+            now = time.monotonic()
+            if probe is not None and now > probe:
+                self.failure = "kvm-probe"
+                return False
+            if now > deadline:
+                self.failure = (
+                    f"the guest was not ready within {timeout:.0f} s (qemu.start_timeout); "
+                    "raise qemu.start_timeout, or check `qemu.show_boot_console=true`"
+                )
+                return False
+        return True
+
+    # -- the run ------------------------------------------------------------------------------
+
+    def run(self) -> int:
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, _FORWARDED)
+        for number in _FORWARDED:
+            signal.signal(number, self._on_signal)
+        accel = self.settings["accel"]
+        if self.settings["show_boot_console"]:
+            _say(f"starting the guest under {accel.upper()} ({self.settings['accel_why']})")
+        self.t0 = time.monotonic()
+        self._start(accel)
+        if not self._wait_ready(accel):
+            self._stop_qemu()
+            if self.failure == "kvm-probe":
+                _say(
+                    f"the guest did not start under KVM within {_kvm_probe():.0f} s: using TCG (software "
+                    "emulation); this host is remembered until it reboots"
+                )
+                with contextlib.suppress(OSError):
+                    os.makedirs(os.path.dirname(self.settings["kvm_marker"]), exist_ok=True)
+                    open(self.settings["kvm_marker"], "w").close()
+                self.failure = None
+                accel = "tcg"
+                self._start(accel)
+                if not self._wait_ready(accel):
+                    self._stop_qemu()
+            if self.failure is not None:
+                return self._fail(self.failure)
+        return self._converse()
+
+    def _fail(self, text: str) -> int:
+        tail = self._console_tail()
+        _say(text + (f"\n  the guest's console ended with:\n{tail}" if tail else ""))
+        return EXIT_FAILURE
+
+    def _converse(self) -> int:
+        link = self.link
+        # the guest's output channels exist before it can write on them
+        for channel, fd in ((2, 1), (3, 2)):
+            done = self.outputs[channel - 2]
+            link.attach(os.dup(fd), channel=channel, read=False, on_end=done.set)
+        message = {
+            "run": {
+                "argv": self.program,
+                "env": dict(os.environ),
+                "cwd": os.getcwd(),
+                "fds": self.carried,
+                "seccomp": self.settings["seccomp"],
+                "hostname": self.settings["view"].get("hostname", "sandbox"),
+                "anyip_families": self.settings["view"].get("anyip_families", []),
+            }
+        }
+        from .vmlink import LinkClosed
+
+        try:
+            link.send_control(message, self.carried)
+        except LinkClosed:
+            self._stop_qemu()
+            return self._fail("the link to the guest closed before the program started")
+        for fd in self.carried:
+            with contextlib.suppress(OSError):
+                os.close(fd)
+        while not self.events["exit"].wait(0.1):
+            if self.events["closed"].is_set() or (self.qemu is not None and self.qemu.poll() is not None):
+                if self.events["exit"].wait(0.5):
+                    break
+                self._stop_qemu()
+                return self._fail(self.status.get("error") or "the guest stopped before the program ended")
+            if self.events["started"].is_set() and not getattr(self, "_stdin_attached", False):
+                self._stdin_attached = True
+                with contextlib.suppress(OSError):
+                    link.attach(os.dup(0), channel=1, write=False)
+        for done in self.outputs:
+            done.wait(5)
+        self._stop_qemu()
+        status = self.status["exit"]
+        if "error" in self.status and status == EXIT_FAILURE:
+            _say(self.status["error"])
+        return int(status)
+
+    def _control(self, message: dict[str, Any], fds: list[int]) -> None:
+        for fd in fds:
+            os.close(fd)
+        if "hello" in message:
+            if self.settings["show_boot_console"]:
+                _say(f"guest ready after {time.monotonic() - self.t0:.2f} s")
+            self.events["hello"].set()
+        elif "started" in message:
+            self.events["started"].set()
+        elif "exit" in message:
+            self.status["exit"] = message["exit"]
+            if message.get("error"):
+                self.status["error"] = message["error"]
+            self.events["exit"].set()
+        elif "error" in message:
+            self.status["error"] = message["error"]
+
+    def _closed(self) -> None:
+        self.events["closed"].set()
+
+    def _on_signal(self, signum: int, frame: Any) -> None:
+        if self.events["hello"].is_set() and not self.events["exit"].is_set():
+            with contextlib.suppress(Exception):
+                self.link.send_control({"signal": signum})
+            return
+        # nothing runs yet: the launcher ends as the program would have
+        self._stop_qemu()
+        os._exit(128 + signum)
+
+
+def _tsc_khz() -> int:
+    """The host's TSC frequency in kHz (the guest's TSC ticks with it under KVM and TCG)."""
+    with contextlib.suppress(OSError, ValueError), open("/proc/cpuinfo") as f:
+        for line in f:
+            if line.startswith("cpu MHz"):
+                return int(float(line.split(":")[1]) * 1000)
+    return 2_000_000
+
+
+def _kvm_probe() -> float:
+    from .qemu import KVM_PROBE
+
+    return KVM_PROBE

@@ -1,0 +1,112 @@
+"""The qemu provider's link: channels multiplexed over one byte stream (no VM needed)."""
+
+from __future__ import annotations
+
+import array
+import os
+import socket
+import threading
+
+from pysandboxes.providers.vmlink import WINDOW, Link
+
+
+def _pair() -> tuple[Link, Link, list, list]:
+    a, b = socket.socketpair()
+    got_a: list = []
+    got_b: list = []
+    left = Link(a.detach(), first_id=1001, on_control=lambda m, fds: got_a.append((m, fds)))
+    right = Link(b.detach(), first_id=1000, on_control=lambda m, fds: got_b.append((m, fds)))
+    left.start()
+    right.start()
+    return left, right, got_a, got_b
+
+
+def _wait(predicate, timeout: float = 10.0) -> None:
+    import time
+
+    end = time.monotonic() + timeout
+    while not predicate():
+        assert time.monotonic() < end, "timed out"
+        time.sleep(0.01)
+
+
+def test_stream_channel_carries_bytes_and_end_of_file() -> None:
+    left, right, _, _ = _pair()
+    src_r, src_w = os.pipe()
+    dst_r, dst_w = os.pipe()
+    left.attach(src_r, channel=1, write=False)
+    right.attach(dst_w, channel=1, read=False)
+    data = os.urandom(3 * WINDOW + 17)  # more than the window: credits must flow back
+    writer = threading.Thread(target=lambda: (os.write(src_w, data) and None, os.close(src_w)))
+    writer.start()
+    received = b""
+    while chunk := os.read(dst_r, 1 << 16):
+        received += chunk
+    writer.join()
+    assert received == data
+
+
+def test_control_message_carries_a_file_and_a_packet_socket() -> None:
+    left, _right, _, got_b = _pair()
+    memfd = os.memfd_create("t", 0)
+    os.write(memfd, b"settings")
+    near, far = socket.socketpair(socket.AF_UNIX, socket.SOCK_SEQPACKET)
+    left.send_control({"hello": 1}, [memfd, far.fileno()])
+    far.close()
+    os.close(memfd)
+    _wait(lambda: got_b)
+    message, fds = got_b[0]
+    assert message == {"hello": 1}
+    assert os.pread(fds[0], 100, 0) == b"settings"
+    remote = socket.socket(fileno=fds[1])
+    assert remote.getsockopt(socket.SOL_SOCKET, socket.SO_TYPE) == socket.SOCK_SEQPACKET
+    # message boundaries survive, and a descriptor inside a message crosses too
+    near.send(b"one")
+    near.send(b"two")
+    assert remote.recv(100) == b"one"
+    assert remote.recv(100) == b"two"
+    inner_a, inner_b = socket.socketpair()
+    remote.sendmsg(
+        [b"fd"], [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", [inner_b.fileno()]).tobytes())]
+    )
+    inner_b.close()
+    data, anc, _f, _a = near.recvmsg(100, socket.CMSG_SPACE(4))
+    assert data == b"fd"
+    carried = socket.socket(fileno=array.array("i", anc[0][2])[0])
+    carried.sendall(b"ping")
+    assert inner_a.recv(10) == b"ping"
+    inner_a.sendall(b"pong")
+    assert carried.recv(10) == b"pong"
+    inner_a.close()
+    assert carried.recv(10) == b""  # end of file crosses
+    near.close()
+    assert remote.recv(10) == b""
+    remote.close()
+    carried.close()
+    os.close(fds[0])
+
+
+def test_a_stalled_channel_does_not_stop_the_others() -> None:
+    left, right, _, got_b = _pair()
+    src_r, src_w = os.pipe()
+    _dst_r, dst_w = os.pipe()
+    os.set_blocking(src_w, False)
+    left.attach(src_r, channel=1, write=False)
+    right.attach(dst_w, channel=1, read=False)  # nobody reads dst_r
+    try:
+        while True:
+            os.write(src_w, b"x" * 65536)
+    except BlockingIOError:
+        pass
+    left.send_control({"still": "alive"})
+    _wait(lambda: got_b)
+    assert got_b[0][0] == {"still": "alive"}
+
+
+def test_link_end_is_reported() -> None:
+    a, b = socket.socketpair()
+    closed = threading.Event()
+    link = Link(a.detach(), first_id=1, on_control=lambda m, f: None, on_closed=closed.set)
+    link.start()
+    b.close()
+    assert closed.wait(5)
