@@ -28,6 +28,7 @@ demo: $(STAMP)
 	@bash demo/demo.sh
 
 test: $(STAMP)
+	@bash scripts/system-packages.sh
 	$(UV) run --locked --no-sync pytest -q
 
 lint: $(STAMP)

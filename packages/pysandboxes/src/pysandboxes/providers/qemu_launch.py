@@ -258,7 +258,7 @@ class Launcher:
             stdin=subprocess.DEVNULL,
             stdout=None if self.settings["show_boot_console"] else subprocess.PIPE,
             stderr=subprocess.PIPE,
-            start_new_session=True,  # the terminal's Ctrl-C is for the program, not for QEMU
+            preexec_fn=lambda parent=os.getpid(): _detach_and_follow(parent),
         )
         theirs.close()
         self.console = []
@@ -416,6 +416,17 @@ class Launcher:
         # nothing runs yet: the launcher ends as the program would have
         self._stop_qemu()
         os._exit(128 + signum)
+
+
+def _detach_and_follow(parent: int) -> None:
+    """In QEMU's process before exec: a session of its own (the terminal's Ctrl-C is for the
+    program, not for QEMU), and death with the launcher (SIGKILLed by a timeout, say)."""
+    import ctypes
+
+    os.setsid()
+    ctypes.CDLL(None).prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
+    if os.getppid() != parent:  # the launcher died before the line above
+        os._exit(1)
 
 
 def _tsc_khz() -> int:
