@@ -20,6 +20,7 @@ with a message naming the cause and the last lines of the guest's console.
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
 import signal
@@ -258,7 +259,7 @@ class Launcher:
             stdin=subprocess.DEVNULL,
             stdout=None if self.settings["show_boot_console"] else subprocess.PIPE,
             stderr=subprocess.PIPE,
-            preexec_fn=lambda parent=os.getpid(): _detach_and_follow(parent),
+            preexec_fn=functools.partial(_detach_and_follow, os.getpid()),
         )
         theirs.close()
         self.console = []
