@@ -97,7 +97,8 @@ def _assemble(view: dict[str, Any]) -> str:
         _libc,
     )
 
-    stage = tempfile.mkdtemp(prefix="pysandboxes-guest-")
+    _sweep(tempfile.gettempdir())
+    stage = tempfile.mkdtemp(prefix=f"pysandboxes-guest-{os.getpid()}-")
     uid, gid = os.getuid(), os.getgid()
     libc = _libc()
     _check(libc.unshare(CLONE_NEWUSER | CLONE_NEWNS), "unshare a user and mount namespace")
@@ -169,6 +170,17 @@ def _assemble(view: dict[str, Any]) -> str:
     # the guest writes nowhere but in the writable binds
     mount(None, stage, None, MS_BIND | MS_REMOUNT | MS_RDONLY | MS_NOSUID | MS_NODEV)
     return stage
+
+
+def _sweep(base: str) -> None:
+    """Remove the empty staging directories of launchers that were killed (SIGKILL leaves them)."""
+    with contextlib.suppress(OSError):
+        for name in os.listdir(base):
+            parts = name.split("-")
+            if name.startswith("pysandboxes-guest-") and len(parts) == 4 and parts[2].isdigit():
+                if not os.path.exists(f"/proc/{parts[2]}"):
+                    with contextlib.suppress(OSError):
+                        os.rmdir(os.path.join(base, name))
 
 
 def _dismantle(stage: str) -> None:
