@@ -196,3 +196,16 @@ def test_doctor_lists_every_provider_and_why_one_cannot_start(project: Path) -> 
         "firejail   unavailable: firejail is not installed: install it (Debian: apt-get install firejail)"
         in missing.stdout.splitlines()
     )
+
+
+def test_version_lists_the_providers_this_host_can_run(project: Path) -> None:
+    here = run_tool("--version", cwd=project)
+    assert here.returncode == 0
+    first, second = here.stdout.splitlines()
+    assert first.startswith("pysandboxes ")
+    # CI installs bubblewrap, firejail and what qemu needs
+    assert second == "providers available here: none, subprocess, landlock, bwrap, unshare, firejail, qemu"
+    empty = project / "empty-bin"
+    empty.mkdir()
+    missing = run_tool("--version", cwd=project, env={**os.environ, "PATH": str(empty)})
+    assert missing.stdout.splitlines()[1] == "providers available here: none, subprocess, landlock"

@@ -22,10 +22,30 @@ def default_os_sandbox() -> str:
     return "landlock" if landlock_abi() >= 4 else "subprocess"
 
 
+class _Version(argparse.Action):
+    def __call__(
+        self,
+        parser: argparse.ArgumentParser,
+        namespace: object,
+        values: object,
+        option_string: str | None = None,
+    ) -> None:
+        from .. import __version__
+        from ..providers import unavailable_reason
+        from ..rules.provider_keys import PROVIDERS
+
+        usable = [name for name in PROVIDERS if unavailable_reason(name) is None]
+        print(f"pysandboxes {__version__}\nproviders available here: {', '.join(usable)}")
+        parser.exit(0)
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="pysandboxes",
         description="Write, check and explain .py-sandboxes rule files.",
+    )
+    parser.add_argument(
+        "--version", action=_Version, nargs=0, help="the version and the providers this host can run"
     )
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     p_init = sub.add_parser("init", help="write the commented template into a new rule file")

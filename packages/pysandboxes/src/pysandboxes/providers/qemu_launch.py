@@ -177,10 +177,10 @@ def _sweep(base: str) -> None:
     with contextlib.suppress(OSError):
         for name in os.listdir(base):
             parts = name.split("-")
-            if name.startswith("pysandboxes-guest-") and len(parts) == 4 and parts[2].isdigit():
-                if not os.path.exists(f"/proc/{parts[2]}"):
-                    with contextlib.suppress(OSError):
-                        os.rmdir(os.path.join(base, name))
+            stale = len(parts) == 4 and parts[2].isdigit() and not os.path.exists(f"/proc/{parts[2]}")
+            if name.startswith("pysandboxes-guest-") and stale:
+                with contextlib.suppress(OSError):
+                    os.rmdir(os.path.join(base, name))
 
 
 def _dismantle(stage: str) -> None:
