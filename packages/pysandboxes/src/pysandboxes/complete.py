@@ -604,7 +604,9 @@ def run_in_namespaces(
     info_r, info_w = os.pipe()
     os.set_inheritable(info_w, True)
     environment = _interpreter_environment(policy)
-    start, fds, extra, informs = launcher(view, policy, provider, network, info_fd=info_w)
+    start, fds, extra, informs = launcher(
+        view, policy, provider, network, info_fd=info_w, limits=limits_of(policy)
+    )
     environment.update(extra)
     if not informs:  # nobody writes it: the supervisor signals the launcher, which passes them on
         os.close(info_w)

@@ -489,7 +489,13 @@ def sandbox_view(
 
 
 def launcher(
-    view: View, policy: Policy, provider: str, network: Network, *, info_fd: int | None = None
+    view: View,
+    policy: Policy,
+    provider: str,
+    network: Network,
+    *,
+    info_fd: int | None = None,
+    limits: Any = None,
 ) -> tuple[list[str], list[int], dict[str, str], bool]:
     """The launcher's command line (the interpreter follows ``--``), the descriptors it must
     inherit (the broker's sandbox end is handed over with them: the caller closes them once
@@ -508,7 +514,7 @@ def launcher(
     if provider == "qemu":
         from .qemu import launcher_argv
 
-        argv, settings_fds = launcher_argv(view, policy, network, filter_fd)
+        argv, settings_fds = launcher_argv(view, policy, filter_fd, limits)
         os.close(filter_fd)  # the guest's agent applies the same filter (sent in the settings)
         return argv, [*fds[1:], *settings_fds], dict(network.env), False
     if provider == "firejail":

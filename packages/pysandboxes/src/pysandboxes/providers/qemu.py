@@ -36,7 +36,7 @@ if TYPE_CHECKING:
     from typing import Any
 
     from ..rules.policy import Policy
-    from .namespaces import Network, View
+    from .namespaces import View
 
 #: seconds a guest gets under KVM before the host falls back to TCG (a working KVM guest is
 #: ready in well under a second)
@@ -269,11 +269,28 @@ def _cpio(entries: list[tuple[str, int, bytes]]) -> bytes:
     return bytes(out)
 
 
+def _guest_cgroup(limits: Any) -> dict[str, int]:
+    """``pids.max`` and ``memory.max`` for the program's cgroup in the guest (the memory with the
+    same headroom as on the host: ``MemoryError`` from the rlimit comes first)."""
+    if limits is None:
+        return {}
+    from ..limits import CGROUP_HEADROOM
+
+    wanted = {}
+    if limits["limit-processes"]:
+        wanted["pids.max"] = int(limits["limit-processes"])
+    if limits["limit-memory"]:
+        wanted["memory.max"] = int(limits["limit-memory"]) + CGROUP_HEADROOM
+    return wanted
+
+
 def launcher_argv(
-    view: View, policy: Policy, network: Network, filter_fd: int
+    view: View, policy: Policy, filter_fd: int, limits: Any = None
 ) -> tuple[list[str], list[int]]:
     """The host launcher's command line (the program's follows ``--``) and the descriptor of
-    its settings (inherited; the caller closes it once the launcher runs)."""
+    its settings (inherited; the caller closes it once the launcher runs). ``limits``: the
+    run's resource limits; the guest's agent puts the program in a cgroup of the guest for
+    ``limit-processes`` and ``limit-memory`` (the rlimits are the program's own business)."""
     import json
 
     from .unshare_setup import view_data
@@ -308,6 +325,7 @@ def launcher_argv(
         "python": sys.executable,
         "root": root,
         "qemu": _which_qemu(),
+        "cgroup": _guest_cgroup(limits),
     }
     fd = os.memfd_create("pysandboxes-qemu", 0)
     os.write(fd, json.dumps(settings).encode())

@@ -163,7 +163,9 @@ class Agent:
 
     def serve(self) -> None:
         self.link.start()
-        self.link.send_control({"hello": {"pid": os.getpid()}})
+        import time
+
+        self.link.send_control({"hello": {"uptime": round(time.clock_gettime(time.CLOCK_BOOTTIME), 2)}})
         self.run_message.wait()
         run = self.message
         try:
@@ -194,9 +196,13 @@ class Agent:
         stderr_r, stderr_w = os.pipe()
         seccomp = bytes.fromhex(run["seccomp"])
         targets = [int(n) for n in run["fds"]]
+        gate_r, gate_w = os.pipe()
         pid = os.fork()
         if pid == 0:
             try:
+                os.close(gate_w)
+                os.read(gate_r, 1)  # until the agent has put this process in its cgroup
+                os.close(gate_r)
                 self._exec(run, (stdin_r, stdout_w, stderr_w), targets, seccomp)
             except BaseException as exc:
                 import traceback
@@ -208,6 +214,12 @@ class Agent:
                         break
             os._exit(127)
         self.pid = pid
+        os.close(gate_r)
+        try:
+            _cgroup(pid, run.get("cgroup") or {})
+        finally:
+            os.write(gate_w, b"x")
+            os.close(gate_w)
         for fd in (stdin_r, stdout_w, stderr_w, *self.fds):
             os.close(fd)
         done = [threading.Event(), threading.Event()]
@@ -266,6 +278,37 @@ class Agent:
         _check(libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no_new_privs")
         _apply_seccomp(libc, seccomp)
         os.execve(run["argv"][0], run["argv"], run["env"])
+
+
+def _cgroup(pid: int, wanted: dict[str, int]) -> None:
+    """Put ``pid`` in a cgroup of the guest with the limits ``wanted`` (``pids.max``,
+    ``memory.max``). The hierarchy is mounted for the moment only: the program never sees it."""
+    if not wanted:
+        return
+    from .unshare_setup import MNT_DETACH, MS_NODEV, MS_NOEXEC, MS_NOSUID, _check, _libc
+
+    libc = _libc()
+    import ctypes
+
+    base = "/dev/.cgroup"
+    os.mkdir(base)
+    flags = ctypes.c_ulong(MS_NOSUID | MS_NODEV | MS_NOEXEC)
+    _check(libc.mount(b"cgroup2", base.encode(), b"cgroup2", flags, None), "mount the guest's cgroup2")
+    try:
+        with open(f"{base}/cgroup.subtree_control", "w") as f:
+            f.write(" ".join(f"+{key.split('.')[0]}" for key in wanted))
+        os.mkdir(f"{base}/program")
+        for key, value in wanted.items():
+            with open(f"{base}/program/{key}", "w") as f:
+                f.write(str(value))
+        if "memory.max" in wanted:
+            with contextlib.suppress(OSError), open(f"{base}/program/memory.swap.max", "w") as f:
+                f.write("0")
+        with open(f"{base}/program/cgroup.procs", "w") as f:
+            f.write(str(pid))
+    finally:
+        libc.umount2(base.encode(), MNT_DETACH)
+        os.rmdir(base)
 
 
 def fcntl_dupfd(fd: int, minimum: int) -> int:

@@ -371,6 +371,7 @@ class Launcher:
                 "seccomp": self.settings["seccomp"],
                 "hostname": self.settings["view"].get("hostname", "sandbox"),
                 "anyip_families": self.settings["view"].get("anyip_families", []),
+                "cgroup": self.settings.get("cgroup", {}),
             }
         }
         from .vmlink import LinkClosed
@@ -406,7 +407,10 @@ class Launcher:
             os.close(fd)
         if "hello" in message:
             if self.settings["show_boot_console"]:
-                _say(f"guest ready after {time.monotonic() - self.t0:.2f} s")
+                uptime = message["hello"].get("uptime")
+                _say(
+                    f"guest ready after {time.monotonic() - self.t0:.2f} s (its agent started {uptime} s after boot)"
+                )
             self.events["hello"].set()
         elif "started" in message:
             self.events["started"].set()

@@ -281,7 +281,7 @@ class Child:
 
             policy = policy.pin_hostnames(_resolve)
         view, self.network = sandbox_view(policy, self.provider, files, self.settings["cwd"])
-        argv, fds, env, _info = launcher(view, self.policy, self.provider, self.network)
+        argv, fds, env, _info = launcher(view, self.policy, self.provider, self.network, limits=self.limits)
         return argv, fds, env
 
     def _stop_network(self) -> None:
