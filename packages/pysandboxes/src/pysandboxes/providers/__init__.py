@@ -9,7 +9,10 @@ named by the rules that cannot start is an error, never a silent downgrade.
 from __future__ import annotations
 
 from ..errors import ProviderError
-from ..rules.policy import Policy
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:  # the guest's agent of os-sandbox=qemu imports this package: it stays light
+    from ..rules.policy import Policy
 
 #: providers this version can start; the others are recognised by the rules
 IMPLEMENTED = ("none", "subprocess", "landlock", "bwrap", "unshare", "firejail", "qemu")

@@ -57,8 +57,7 @@ MODULES = (
     "9pnet_virtio",
     "9p",
 )
-PORT_NAME = "pysandboxes"
-_FORMAT = 1  # bump when the initramfs layout or /init changes
+_FORMAT = 2  # bump when the initramfs layout or /init changes
 
 _INIT = """#!/bin/busybox sh
 B=/bin/busybox
@@ -67,7 +66,15 @@ $B mount -t proc proc /proc
 $B mount -t sysfs sys /sys
 fail() { $B echo "pysandboxes-guest: $*" >/dev/ttyS0; $B poweroff -f; }
 for m in {modules}; do $B insmod /modules/$m.ko || fail "cannot load the module $m"; done
-$B mount -t 9p -o trans=virtio,version=9p2000.L,msize=524288,cache=mmap pysandboxes /root || fail "cannot mount the shared root"
+O=trans=virtio,version=9p2000.L,msize=524288
+$B mount -t 9p -o $O,cache=mmap pysandboxes /root || fail "cannot mount the shared root"
+# the interpreter's own directories again, through a second device, cached by the guest
+if [ -n "$PYSB_CACHED" ]; then
+  $B mkdir -p /cached
+  $B mount -t 9p -o $O,cache=loose,ro pysandboxes-cached /cached || fail "cannot mount the cached share"
+  for d in $($B echo "$PYSB_CACHED" | $B tr : ' '); do $B mount --bind "/cached$d" "/root$d" || fail "bind $d"; done
+  $B umount -l /cached
+fi
 $B mount --move /dev /root/dev
 $B mount --move /proc /root/proc
 $B umount /sys
@@ -269,6 +276,48 @@ def _cpio(entries: list[tuple[str, int, bytes]]) -> bytes:
     return bytes(out)
 
 
+#: room the cached directories may take on the kernel's command line (2048 bytes in all)
+_CACHED_ROOM = 1200
+
+
+def cached_dirs(view: View, policy: Policy) -> list[str]:
+    """The interpreter's own directories (prefixes, ``sys.path`` entries but the first, the
+    folders of the shared libraries it maps) that the guest may cache (9p ``cache=loose``, a
+    second device sharing the same tree): what the program's files are not. A directory that
+    holds or lies in a directory a rule exposes, the working directory or a rule file is never cached
+    (the host may change what is there while the guest runs; the guest's writes must reach the
+    host at once). Start-up under TCG is about 1.4 s shorter."""
+    from .landlock import _interpreter_paths, _mapped_files
+    from .namespaces import _beneath
+
+    # the built-in read-only exposures (prefixes, virtual environment, CA stores) are the
+    # interpreter's own: cacheable
+    live = [e.path for e in policy.files_policy.exposures if e.rule is not None or e.writable]
+    live += list(view.write_dirs)
+    live += [view.cwd, *view.protected, *view.masked_dirs, *view.masked_files]
+    live += [os.path.dirname(os.path.realpath(f)) for f in policy.files]
+    candidates = {os.path.realpath(p) for p in _interpreter_paths()}
+    candidates |= {os.path.dirname(os.path.realpath(p)) for p in _mapped_files()}
+    shown = list(view.read_dirs)
+    chosen: list[str] = []
+    for path in sorted(candidates):
+        if not os.path.isdir(path) or re.search(r"[\s:]", path):
+            continue
+        if not any(_beneath(path, d) for d in shown):
+            continue  # not in the view at all
+        if any(_beneath(path, other) for other in live) or any(_beneath(other, path) for other in live):
+            continue
+        if any(_beneath(path, c) for c in chosen):
+            continue
+        chosen = [c for c in chosen if not _beneath(c, path)] + [path]
+    kept: list[str] = []
+    for path in sorted(chosen, key=len):
+        if sum(len(p) + 1 for p in kept) + len(path) > _CACHED_ROOM:
+            break
+        kept.append(path)
+    return sorted(kept)
+
+
 def _guest_cgroup(limits: Any) -> dict[str, int]:
     """``pids.max`` and ``memory.max`` for the program's cgroup in the guest (the memory with the
     same headroom as on the host: ``MemoryError`` from the rlimit comes first)."""
@@ -326,6 +375,7 @@ def launcher_argv(
         "root": root,
         "qemu": _which_qemu(),
         "cgroup": _guest_cgroup(limits),
+        "cached": cached_dirs(view, policy),
     }
     fd = os.memfd_create("pysandboxes-qemu", 0)
     os.write(fd, json.dumps(settings).encode())

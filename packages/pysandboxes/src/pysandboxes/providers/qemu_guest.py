@@ -26,6 +26,8 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:
     from typing import Any
 
+#: the virtio-serial port of the link (named by the launcher's QEMU command line)
+PORT_NAME = "pysandboxes"
 _DEVICES = {
     "null": (1, 3),
     "zero": (1, 5),
@@ -116,8 +118,6 @@ def _port_from_dev(mount: Any) -> str:
     os.makedirs("/dev/.sys", exist_ok=True)
     mount("sysfs", "/dev/.sys", "sysfs", MS_NOSUID | MS_NODEV | MS_NOEXEC)
     try:
-        from .qemu import PORT_NAME
-
         base = "/dev/.sys/class/virtio-ports"
         for _attempt in range(500):
             with contextlib.suppress(OSError):

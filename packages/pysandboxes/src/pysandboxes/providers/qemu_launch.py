@@ -220,6 +220,8 @@ class Launcher:
         append = f"console=ttyS0 panic=-1 tsc_early_khz={_tsc_khz()} tsc=reliable no_timer_check "
         append += "" if s["show_boot_console"] else "quiet loglevel=1 "
         append += f"PYSB_PYTHON={s['python']} PYSB_ROOT={s['root']}"
+        if s.get("cached"):
+            append += f" PYSB_CACHED={':'.join(s['cached'])}"
         argv = [
             s["qemu"],
             "-M",
@@ -247,6 +249,10 @@ class Launcher:
             f"local,id=root,path={self.stage},security_model=none",
             "-device",
             "virtio-9p-device,fsdev=root,mount_tag=pysandboxes",
+            "-fsdev",
+            f"local,id=cached,path={self.stage},security_model=none,readonly=on",
+            "-device",
+            "virtio-9p-device,fsdev=cached,mount_tag=pysandboxes-cached",
             "-chardev",
             f"socket,id=link,fd={link_fd}",
             "-device",
