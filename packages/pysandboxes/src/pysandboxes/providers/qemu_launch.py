@@ -93,8 +93,10 @@ def _assemble(view: dict[str, Any]) -> str:
         MS_RDONLY,
         MS_REC,
         MS_REMOUNT,
+        _bind,
         _check,
         _libc,
+        _mount,
     )
 
     _sweep(tempfile.gettempdir())
@@ -108,43 +110,7 @@ def _assemble(view: dict[str, Any]) -> str:
         f.write(f"0 {uid} 1")
     with open("/proc/self/gid_map", "w") as f:
         f.write(f"0 {gid} 1")
-    import ctypes
-
-    def mount(
-        source: str | None, target: str, fstype: str | None, flags: int, options: str | None = None
-    ) -> None:
-        _check(
-            libc.mount(
-                source.encode() if source else None,
-                target.encode(),
-                fstype.encode() if fstype else None,
-                ctypes.c_ulong(flags),
-                options.encode() if options else None,
-            ),
-            f"mount {source or fstype} on {target}",
-        )
-
-    def locked_flags(path: str) -> int:
-        from .unshare_setup import MS_NOEXEC
-
-        st = os.statvfs(path)
-        flags = 0
-        for bit, mount_bit in ((os.ST_NOSUID, MS_NOSUID), (os.ST_NODEV, MS_NODEV), (os.ST_NOEXEC, MS_NOEXEC)):
-            if st.f_flag & bit:
-                flags |= mount_bit
-        return flags
-
-    def bind(source: str, target: str, *, readonly: bool) -> None:
-        if os.path.isdir(source):
-            os.makedirs(target, exist_ok=True)
-        else:
-            os.makedirs(os.path.dirname(target), exist_ok=True)
-            if not os.path.exists(target):
-                open(target, "w").close()
-        mount(source, target, None, MS_BIND | MS_REC)
-        if readonly:
-            mount(None, target, None, MS_BIND | MS_REMOUNT | MS_RDONLY | locked_flags(source))
-
+    mount, bind = _mount, _bind
     mount(None, "/", None, MS_REC | MS_PRIVATE)
     mount("tmpfs", stage, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755")
     for target, link in view["symlinks"]:

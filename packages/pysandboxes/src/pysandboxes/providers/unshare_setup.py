@@ -191,11 +191,15 @@ def _pass_on(pid: int, signum: int) -> None:
         os.kill(pid, signum)
 
 
-def _libc() -> Any:
-    import ctypes
+_LIBC: list[Any] = []
 
-    libc = ctypes.CDLL(None, use_errno=True)
-    return libc
+
+def _libc() -> Any:
+    if not _LIBC:
+        import ctypes
+
+        _LIBC.append(ctypes.CDLL(None, use_errno=True))
+    return _LIBC[0]
 
 
 def _check(result: int, what: str) -> None:
@@ -206,43 +210,49 @@ def _check(result: int, what: str) -> None:
         raise OSError(err, f"{what}: {os.strerror(err)}")
 
 
-def _enter(data: dict[str, Any]) -> None:
+def _mount(
+    source: str | None, target: str, fstype: str | None, flags: int, options: str | None = None
+) -> None:
     import ctypes
 
+    _check(
+        _libc().mount(
+            source.encode() if source else None,
+            target.encode(),
+            fstype.encode() if fstype else None,
+            ctypes.c_ulong(flags),
+            options.encode() if options else None,
+        ),
+        f"mount {source or fstype} on {target}",
+    )
+
+
+def _locked_flags(path: str) -> int:
+    """The flags of ``path``'s mount that a read-only remount in a user namespace must keep."""
+    st = os.statvfs(path)
+    flags = 0
+    for bit, mount_bit in ((os.ST_NOSUID, MS_NOSUID), (os.ST_NODEV, MS_NODEV), (os.ST_NOEXEC, MS_NOEXEC)):
+        if st.f_flag & bit:
+            flags |= mount_bit
+    return flags
+
+
+def _bind(source: str, target: str, *, readonly: bool) -> None:
+    """Bind ``source`` on ``target`` (created: a directory, or an empty file), read-only or not."""
+    if os.path.isdir(source):
+        os.makedirs(target, exist_ok=True)
+    else:
+        os.makedirs(os.path.dirname(target), exist_ok=True)
+        if not os.path.exists(target):
+            open(target, "w").close()
+    _mount(source, target, None, MS_BIND | MS_REC)
+    if readonly:
+        _mount(None, target, None, MS_BIND | MS_REMOUNT | MS_RDONLY | _locked_flags(source))
+
+
+def _enter(data: dict[str, Any]) -> None:
     libc = _libc()
-
-    def mount(
-        source: str | None, target: str, fstype: str | None, flags: int, options: str | None = None
-    ) -> None:
-        _check(
-            libc.mount(
-                source.encode() if source else None,
-                target.encode(),
-                fstype.encode() if fstype else None,
-                ctypes.c_ulong(flags),
-                options.encode() if options else None,
-            ),
-            f"mount {source or fstype} on {target}",
-        )
-
-    def locked_flags(path: str) -> int:
-        st = os.statvfs(path)
-        flags = 0
-        for bit, mount_bit in ((os.ST_NOSUID, MS_NOSUID), (os.ST_NODEV, MS_NODEV), (os.ST_NOEXEC, MS_NOEXEC)):
-            if st.f_flag & bit:
-                flags |= mount_bit
-        return flags
-
-    def bind(source: str, target: str, *, readonly: bool) -> None:
-        if os.path.isdir(source):
-            os.makedirs(target, exist_ok=True)
-        else:
-            os.makedirs(os.path.dirname(target), exist_ok=True)
-            if not os.path.exists(target):
-                open(target, "w").close()
-        mount(source, target, None, MS_BIND | MS_REC)
-        if readonly:
-            mount(None, target, None, MS_BIND | MS_REMOUNT | MS_RDONLY | locked_flags(source))
+    mount, bind = _mount, _bind
 
     mount(None, "/", None, MS_REC | MS_PRIVATE)
     mount("tmpfs", "/tmp", "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755")
