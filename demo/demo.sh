@@ -62,6 +62,8 @@ server_pid=$!
 for _ in $(seq 100); do [ -f ports ] && break; sleep 0.05; done
 read -r service_port collector_port < ports
 
+# the guest kernel and initramfs of os-sandbox=qemu stay in the real cache between demos
+export XDG_CACHE_HOME="${XDG_CACHE_HOME:-$user_home/.cache}"
 export HOME="$work/home" REPORT_OUT="$work/out" REPORT_SERVICE_PORT="$service_port"
 export DEMO_API_KEY="sk-demo-0123456789"
 landlock_missing="$("$bin/python" -c 'from pysandboxes.providers.landlock import available; print(available() or "")')"
@@ -100,6 +102,13 @@ if [ -z "$unshare_missing" ]; then
     "$bin/python-sb" "${grant[@]}" --os-sandbox=unshare "$quick/peek.py"
 else
     echo "(skipped: $unshare_missing)"
+fi
+qemu_missing="$("$bin/python" -c 'from pysandboxes.providers import unavailable_reason; print(unavailable_reason("qemu") or "")')"
+show "python-sb ${grant[*]} --os-sandbox=qemu $quick/peek.py   # a virtual machine with its own kernel (seconds to start)"
+if [ -z "$qemu_missing" ]; then
+    "$bin/python-sb" "${grant[@]}" --os-sandbox=qemu "$quick/peek.py"
+else
+    echo "(skipped: $qemu_missing)"
 fi
 
 step "4. Partial mode: the agent keeps its rights, the tools it calls are confined"
