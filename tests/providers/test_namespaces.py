@@ -715,6 +715,24 @@ def test_exit_status(box: Sandboxed) -> None:
     assert raised.stderr.startswith("Traceback (most recent call last):\n")
 
 
+def test_a_program_killed_by_sigkill_ends_like_python(box: Sandboxed) -> None:
+    box.rules("py-sandbox=false")
+    box.write("kill9.py", "import os, signal\nos.kill(os.getpid(), signal.SIGKILL)\n")
+    done = box.sb("kill9.py")
+    assert (done.returncode, done.stderr) == (-9, "")
+
+
+@pytest.mark.xfail(
+    strict=True,
+    reason="bug: bwrap and the launchers exit 128 + N for a program killed by signal N, so a program's "
+    "own exit status above 128 is taken for a signal (sys.exit(143) ends python-sb by SIGTERM)",
+)
+def test_an_exit_status_above_128_is_kept(box: Sandboxed) -> None:
+    box.rules("python-import=sys")
+    box.write("exit143.py", "import sys\nsys.exit(143)\n")
+    assert box.sb("exit143.py").returncode == 143
+
+
 SLEEPER = """\
 import subprocess, sys, time
 try:

@@ -621,6 +621,7 @@ def run_in_namespaces(
             env=environment,
             info_fd=info_r if info_r >= 0 else None,
             cgroup=provider != "qemu",  # the virtual machine is the bound (its memory, its own kernel)
+            exact=provider == "qemu",
         )
     finally:
         network.stop()

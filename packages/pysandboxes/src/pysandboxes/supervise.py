@@ -41,6 +41,7 @@ def supervise(
     on_parent: Callable[[], None] | None = None,
     relays_exit: bool = False,
     cgroup: bool = True,
+    exact: bool = False,
 ) -> int | None:
     """Fork. In the child: return None (go on and run the program), or, with ``argv``, exec it
     (a namespace provider's launcher: bwrap, unshare) with SIGINT, SIGQUIT and SIGHUP blocked,
@@ -51,7 +52,8 @@ def supervise(
     after the fork (threads that must not exist in the child). ``relays_exit``: the child
     reports its program's death by a signal as status 128 + the signal (a launcher, or the
     namespace processes of os-sandbox=unshare). ``cgroup=False``: no cgroup (a virtual machine's
-    launcher: the guest's kernel bounds the program)."""
+    launcher: the guest's kernel bounds the program). ``exact``: the launcher ends as its program
+    did, dying of the same signal (qemu's): an exit status above 128 is then a status."""
     group = Cgroup.create(limits) if cgroup else None
     relay = limits["limit-output"] is not None
     _become_subreaper()
@@ -104,7 +106,8 @@ def supervise(
     os.write(ready_w, b"x")
     os.close(ready_w)
     try:
-        return _wait(pid, limits, group, [r for r, _ in pipes], launcher=argv is not None or relays_exit)
+        launcher = (argv is not None or relays_exit) and not exact
+        return _wait(pid, limits, group, [r for r, _ in pipes], launcher=launcher)
     finally:
         if group is not None:
             group.kill()
@@ -285,7 +288,8 @@ def _wait(
         stderr(limits.message(key, what))
         return EXIT_TIMEOUT if key == "timeout" else EXIT_LIMIT
     if number is not None:
-        signal.signal(number, signal.SIG_DFL)
+        if number not in (signal.SIGKILL, signal.SIGSTOP):  # those two have no handler to reset
+            signal.signal(number, signal.SIG_DFL)
         os.kill(os.getpid(), number)
         return 128 + number
     return os.waitstatus_to_exitcode(status)

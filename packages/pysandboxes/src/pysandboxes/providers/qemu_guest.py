@@ -243,7 +243,7 @@ class Agent:
                 pass
         for event in done:
             event.wait(10)
-        return status if status >= 0 else 128 - status
+        return status  # negative: killed by that signal
 
     def _exec(
         self, run: dict[str, Any], stdio: tuple[int, int, int], targets: list[int], seccomp: bytes

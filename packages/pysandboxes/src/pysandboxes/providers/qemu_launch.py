@@ -11,7 +11,7 @@ inherit (partial mode's channel, the network broker's socket, hand-off files). I
 3. once the guest's agent is up, sends it the program's command line, environment and
    descriptors, then relays standard input, output and error and the signals it receives
    (SIGINT, SIGQUIT, SIGTERM, SIGHUP, SIGUSR1, SIGUSR2);
-4. exits as the program did (its status, or 128 + the signal that ended it).
+4. exits as the program did: its status, or killed by the same signal.
 
 A guest that is not ready within the start timeout, or a QEMU that dies, ends the launcher
 with a message naming the cause and the last lines of the guest's console.
@@ -61,6 +61,8 @@ def main() -> None:
         code = Launcher(settings, program, carried, stage).run()
     finally:
         _dismantle(stage)
+    if code < 0:  # the program was killed by a signal in the guest: the launcher dies of the same
+        _die_of(-code)
     os._exit(code)
 
 
@@ -241,7 +243,8 @@ class Launcher:
             self._argv(accel, theirs.fileno()),
             pass_fds=(theirs.fileno(),),
             stdin=subprocess.DEVNULL,
-            stdout=None if self.settings["show_boot_console"] else subprocess.PIPE,
+            # the console (-serial stdio) goes to stderr: stdout is the program's
+            stdout=2 if self.settings["show_boot_console"] else subprocess.PIPE,
             stderr=subprocess.PIPE,
             preexec_fn=functools.partial(_detach_and_follow, os.getpid()),
         )
@@ -275,7 +278,8 @@ class Launcher:
 
         timeout = s["start_timeout"] or DEFAULT_START_TIMEOUT[accel]
         deadline = time.monotonic() + timeout
-        probe = time.monotonic() + min(timeout, _kvm_probe()) if accel == "kvm" else None
+        # a guest that would time out anyway is not taken for a KVM that hangs
+        probe = time.monotonic() + _kvm_probe() if accel == "kvm" and _kvm_probe() < timeout else None
         while not self.events["hello"].wait(0.05):
             qemu = self.qemu
             if qemu is not None and qemu.poll() is not None:
@@ -287,7 +291,7 @@ class Launcher:
                 return False
             if now > deadline:
                 self.failure = (
-                    f"the guest was not ready within {timeout:.0f} s (qemu.start_timeout); "
+                    f"the guest was not ready within {timeout:g} s (qemu.start_timeout); "
                     "raise qemu.start_timeout, or check `qemu.show_boot_console=true`"
                 )
                 return False
@@ -369,10 +373,10 @@ class Launcher:
         for done in self.outputs:
             done.wait(5)
         self._stop_qemu()
-        status = self.status["exit"]
+        status = int(self.status["exit"])
         if "error" in self.status and status == EXIT_FAILURE:
             _say(self.status["error"])
-        return int(status)
+        return status  # negative: the program was killed by that signal
 
     def _control(self, message: dict[str, Any], fds: list[int]) -> None:
         for fd in fds:
@@ -404,7 +408,23 @@ class Launcher:
             return
         # nothing runs yet: the launcher ends as the program would have
         self._stop_qemu()
-        os._exit(128 + signum)
+        _dismantle(self.stage)
+        _die_of(signum)
+
+
+def _die_of(number: int) -> None:
+    """End this process with the signal ``number`` (no core file), as the program ended."""
+    import resource
+
+    sys.stdout.flush()
+    with contextlib.suppress(ValueError, OSError):
+        resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    with contextlib.suppress(ValueError, OSError, RuntimeError):
+        if number not in (signal.SIGKILL, signal.SIGSTOP):
+            signal.signal(number, signal.SIG_DFL)
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, (number,))
+    os.kill(os.getpid(), number)
+    os._exit(128 + number)
 
 
 def _detach_and_follow(parent: int) -> None:

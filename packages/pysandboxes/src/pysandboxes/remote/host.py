@@ -459,7 +459,8 @@ class Child:
 
         if self.breach is not None:
             return self.breach
-        if code is not None and self.provider in LAUNCHED and 128 < code <= 128 + 64:
+        exact = self.provider == "qemu"  # its launcher dies of its program's signal
+        if code is not None and self.provider in LAUNCHED and not exact and 128 < code <= 128 + 64:
             code = 128 - code  # the launcher reports its program's signal as 128 + the signal
         if code == -signal.SIGXCPU and self.limits["limit-cpu"]:
             return ("limit-cpu", "killed by SIGXCPU")
