@@ -110,3 +110,66 @@ def test_link_end_is_reported() -> None:
     link.start()
     b.close()
     assert closed.wait(5)
+
+
+def _raw_peer() -> tuple[Link, socket.socket, threading.Event]:
+    """A link whose other end is a raw socket: the test writes frames by hand (a hostile guest)."""
+    a, b = socket.socketpair()
+    closed = threading.Event()
+    link = Link(a.detach(), first_id=1001, on_control=lambda m, f: None, on_closed=closed.set)
+    link.start()
+    return link, b, closed
+
+
+def _frame(channel: int, op: int, payload: bytes = b"") -> bytes:
+    import struct
+
+    return struct.pack(">IBI", channel, op, len(payload)) + payload
+
+
+def test_data_past_the_window_ends_the_link() -> None:
+    from pysandboxes.providers.vmlink import DATA
+
+    link, raw, closed = _raw_peer()
+    _read, write = os.pipe()  # nobody reads: nothing is delivered, nothing is credited back
+    link.attach(write, channel=1, read=False)
+    # a full window in flight, plus the one chunk the pipe took (and was credited for)
+    for _ in range(WINDOW // 65536 + 1):
+        raw.sendall(_frame(1, DATA, b"x" * 65536))
+    assert not closed.wait(0.5)
+    raw.sendall(_frame(1, DATA, b"x"))  # the window is full: a well-behaved peer waits
+    assert closed.wait(5)
+    raw.close()
+
+
+def test_a_message_on_a_byte_stream_ends_the_link() -> None:
+    from pysandboxes.providers.vmlink import MSG
+
+    link, raw, closed = _raw_peer()
+    _read, write = os.pipe()
+    link.attach(write, channel=1, read=False)
+    raw.sendall(_frame(1, MSG, b"\0\0\0\0\0\0\0\0"))
+    assert closed.wait(5)
+    raw.close()
+
+
+def test_a_malformed_control_message_ends_the_link() -> None:
+    from pysandboxes.providers.vmlink import MSG
+
+    _link, raw, closed = _raw_peer()
+    raw.sendall(_frame(0, MSG, b"\0\0\0\x05\0\0\0\0{nope"))
+    assert closed.wait(5)
+    raw.close()
+
+
+def test_too_many_channels_end_the_link() -> None:
+    import struct
+
+    from pysandboxes.providers.vmlink import MAX_CHANNELS, MSG
+
+    _link, raw, closed = _raw_peer()
+    body = b"{}"
+    items = b"".join(struct.pack(">BI", 1, 2 * n) for n in range(MAX_CHANNELS + 1))
+    raw.sendall(_frame(0, MSG, struct.pack(">II", len(body), MAX_CHANNELS + 1) + body + items))
+    assert closed.wait(10)
+    raw.close()

@@ -238,7 +238,14 @@ class Launcher:
         for event in self.events.values():
             event.clear()
         mine, theirs = socket.socketpair()
-        self.link = Link(mine.detach(), first_id=1001, on_control=self._control, on_closed=self._closed)
+        attempt = self.attempt = getattr(self, "attempt", 0) + 1
+        # the link of a guest stopped for a retry (KVM to TCG) closes late: its end is not ours
+        self.link = Link(
+            mine.detach(),
+            first_id=1001,
+            on_control=self._control,
+            on_closed=lambda: self._closed() if attempt == self.attempt else None,
+        )
         self.qemu = subprocess.Popen(
             self._argv(accel, theirs.fileno()),
             pass_fds=(theirs.fileno(),),
@@ -378,9 +385,19 @@ class Launcher:
             _say(self.status["error"])
         return status  # negative: the program was killed by that signal
 
-    def _control(self, message: dict[str, Any], fds: list[int]) -> None:
+    def _control(self, message: Any, fds: list[int]) -> None:
         for fd in fds:
             os.close(fd)
+        # what the guest says is not trusted: a status is an int of the range of statuses
+        if not isinstance(message, dict):
+            return
+        if "exit" in message and not (isinstance(message["exit"], int) and -64 <= message["exit"] <= 255):
+            message = {
+                "exit": EXIT_FAILURE,
+                "error": f"the guest reported an invalid status {message['exit']!r}",
+            }
+        if "error" in message:
+            message["error"] = str(message["error"])[:2000]
         if "hello" in message:
             if self.settings["show_boot_console"]:
                 uptime = message["hello"].get("uptime")

@@ -43,6 +43,8 @@ DATA, EOF, MSG, CREDIT, CLOSE = range(5)
 WINDOW = 1 << 20
 #: the largest frame accepted (a packet channel's message travels in one frame)
 MAX_FRAME = (1 << 30) + 4096
+#: channels open at once on a link (each is a socket and up to two threads)
+MAX_CHANNELS = 512
 #: what a packet message may carry (kinds of the descriptors after its body)
 _FILE, _STREAM, _PACKET = range(3)
 _ITEM = struct.Struct(">BI")
@@ -168,6 +170,9 @@ class Link:
     ) -> _Endpoint:
         endpoint = _Endpoint(self, channel, fd, packet=packet, read=read, write=write, on_end=on_end)
         with self._lock:
+            if len(self._channels) >= MAX_CHANNELS or channel in self._channels:
+                endpoint._close_fd()
+                raise LinkClosed(f"channel {channel}: too many channels, or one already open")
             self._channels[channel] = endpoint
         return endpoint
 
@@ -186,34 +191,49 @@ class Link:
                     raise LinkClosed(f"a frame of {length} bytes is larger than allowed")
                 payload = _read_exact(self.fd, length) if length else b""
                 self._dispatch(channel, op, payload)
-        except (LinkClosed, OSError):
+        except Exception:  # whatever went wrong, the link ends (and says so)
             pass
         finally:
             self._close()
 
     def _dispatch(self, channel: int, op: int, payload: bytes) -> None:
-        if channel == 0:
-            if op == MSG:
-                body, fds = self._unpack(payload)
-                self._on_control(json.loads(body), fds)
-            return
-        with self._lock:
-            endpoint = self._channels.get(channel)
-        if endpoint is None:
-            return  # a channel this side already closed: what was in flight is dropped
-        if op == CREDIT:
-            endpoint.credit(struct.unpack(">I", payload)[0])
-        elif op == DATA:
-            endpoint.inbox.put((DATA, payload, [], len(payload)))
-        elif op == MSG:
-            # unpacked here, in the reading thread: the channels it opens exist before any
-            # frame of theirs is read
-            body, fds = self._unpack(payload)
-            endpoint.inbox.put((MSG, body, fds, len(payload)))
-        elif op == EOF:
-            endpoint.inbox.put((EOF, b"", [], 0))
-        elif op == CLOSE:
-            endpoint.end(hard=False)
+        """One frame. The other side is not trusted: a frame that breaks the protocol (data past
+        the window, a message on a byte stream, a malformed message, too many channels) ends
+        the link (:class:`LinkClosed`)."""
+        try:
+            if channel == 0:
+                if op == MSG:
+                    body, fds = self._unpack(payload)
+                    self._on_control(json.loads(body), fds)
+                return
+            with self._lock:
+                endpoint = self._channels.get(channel)
+            if endpoint is None:
+                return  # a channel this side already closed: what was in flight is dropped
+            if op == CREDIT:
+                endpoint.credit(struct.unpack(">I", payload)[0])
+            elif op in (DATA, MSG):
+                if (
+                    endpoint.queued >= WINDOW
+                    or (op == DATA and len(payload) > _CHUNK)
+                    or (op == MSG and not endpoint.packet)
+                ):
+                    raise LinkClosed(f"channel {channel}: the other side broke the protocol")
+                with endpoint.cond:
+                    endpoint.queued += len(payload)
+                if op == DATA:
+                    endpoint.inbox.put((DATA, payload, [], len(payload)))
+                else:
+                    # unpacked here, in the reading thread: the channels it opens exist before
+                    # any frame of theirs is read
+                    body, fds = self._unpack(payload)
+                    endpoint.inbox.put((MSG, body, fds, len(payload)))
+            elif op == EOF:
+                endpoint.inbox.put((EOF, b"", [], 0))
+            elif op == CLOSE:
+                endpoint.end(hard=False)
+        except (struct.error, ValueError, UnicodeDecodeError) as exc:
+            raise LinkClosed(f"a malformed frame on channel {channel}: {exc}") from None
 
     def _unpack(self, payload: bytes) -> tuple[bytes, list[int]]:
         """The body of a packet message and new local descriptors for what it carried."""
@@ -222,21 +242,28 @@ class Link:
         body = payload[offset : offset + size]
         offset += size
         fds: list[int] = []
-        for _ in range(count):
-            kind, value = _ITEM.unpack_from(payload, offset)
-            offset += _ITEM.size
-            if kind == _FILE:
-                fd = os.memfd_create("pysandboxes-carried", os.MFD_CLOEXEC)
-                _write_all(fd, payload[offset : offset + value])
-                os.lseek(fd, 0, os.SEEK_SET)
-                offset += value
-                fds.append(fd)
-                continue
-            kind_type = socket.SOCK_SEQPACKET if kind == _PACKET else socket.SOCK_STREAM
-            mine, theirs = socket.socketpair(socket.AF_UNIX, kind_type)
-            self.attach(mine.detach(), channel=value, packet=kind == _PACKET)
-            fds.append(theirs.detach())
-            os.set_inheritable(fds[-1], False)
+        try:
+            for _ in range(count):
+                kind, value = _ITEM.unpack_from(payload, offset)
+                offset += _ITEM.size
+                if kind == _FILE:
+                    fd = os.memfd_create("pysandboxes-carried", os.MFD_CLOEXEC)
+                    fds.append(fd)
+                    _write_all(fd, payload[offset : offset + value])
+                    os.lseek(fd, 0, os.SEEK_SET)
+                    offset += value
+                    continue
+                if kind not in (_STREAM, _PACKET):
+                    raise ValueError(f"unknown item kind {kind}")
+                kind_type = socket.SOCK_SEQPACKET if kind == _PACKET else socket.SOCK_STREAM
+                mine, theirs = socket.socketpair(socket.AF_UNIX, kind_type)
+                fds.append(theirs.detach())
+                os.set_inheritable(fds[-1], False)
+                self.attach(mine.detach(), channel=value, packet=kind == _PACKET)
+        except BaseException:
+            for fd in fds:
+                os.close(fd)
+            raise
         return body, fds
 
     def _close(self) -> None:
@@ -280,6 +307,7 @@ class _Endpoint:
         self.inbox: queue.SimpleQueue[tuple[int, bytes, list[int], int] | None] = queue.SimpleQueue()
         self.sock = socket.socket(fileno=fd) if stat.S_ISSOCK(os.fstat(fd).st_mode) else None
         self.pending = int(read) + int(write)  # directions still open
+        self.queued = 0  # bytes received, not yet delivered (at most the window)
         self.ended = False
 
     def start(self) -> None:
@@ -383,6 +411,8 @@ class _Endpoint:
                     self.sock.sendall(payload)
                 else:
                     _write_all(self.fd, payload)
+                with self.cond:
+                    self.queued -= size
                 with contextlib.suppress(LinkClosed):
                     self.link.send_frame(self.channel, CREDIT, struct.pack(">I", size))
         except OSError:
