@@ -884,7 +884,20 @@ with sandboxes():
 """
 
 
-def test_partial_mode_calls_run_in_the_namespaces(box: Sandboxed) -> None:
+#: what PARTIAL_HOST prints when the provider holds
+PARTIAL_EXPECTED = [
+    "exposed: data-a",
+    "native exposed: data-a",
+    "native outside: No such file or directory",
+    "died: the sandbox process died during the call: it exited with status 7",
+    "fresh child: True",
+    "after restart: No such file or directory",
+]
+
+
+def run_partial_host(box: Any, *, timeout: float) -> subprocess.CompletedProcess[str]:
+    """PARTIAL_HOST in ``box`` (a project with ``rules``, ``write``, ``root``, ``environ`` and
+    ``outside``): calls under the box's provider, a child that dies, a fresh one."""
     box.rules(
         "python-import=ctypes, os",
         "python-api=ALLOW:native",
@@ -894,24 +907,21 @@ def test_partial_mode_calls_run_in_the_namespaces(box: Sandboxed) -> None:
     box.write("data/a.txt", "data-a")
     box.write("tools.py", PARTIAL_TOOLS)
     box.write("host.py", PARTIAL_HOST.format(outside=str(box.outside / "secret.txt")))
-    done = subprocess.run(
+    return subprocess.run(
         [sys.executable, "host.py"],
         cwd=box.root,
         env={**box.environ, "HOME": str(box.root)},
         stdin=subprocess.DEVNULL,
         capture_output=True,
         text=True,
-        timeout=60,
+        timeout=timeout,
     )
+
+
+def test_partial_mode_calls_run_in_the_namespaces(box: Sandboxed) -> None:
+    done = run_partial_host(box, timeout=60)
     assert (done.returncode, done.stderr) == (0, ""), done
-    assert done.stdout.splitlines() == [
-        "exposed: data-a",
-        "native exposed: data-a",
-        "native outside: No such file or directory",
-        "died: the sandbox process died during the call: it exited with status 7",
-        "fresh child: True",
-        "after restart: No such file or directory",
-    ]
+    assert done.stdout.splitlines() == PARTIAL_EXPECTED
 
 
 # -- 7. fail closed --------------------------------------------------------------------------------

@@ -37,14 +37,14 @@ from pysandboxes.providers import qemu as qemu_provider
 
 from .test_namespaces import (
     LISTENER,
-    PARTIAL_HOST,
-    PARTIAL_TOOLS,
+    PARTIAL_EXPECTED,
     PRELUDE,
     SECCOMP_PROBES,
     SLEEPER,
     Sandboxed,
     Server,
     free_port,
+    run_partial_host,
 )
 
 BIN = Path(sys.executable).parent
@@ -877,33 +877,9 @@ def test_sigterm_while_the_guest_boots_leaves_no_staging_directory(sigterm_at_bo
 def test_partial_mode_calls_run_in_the_guest(tmp_path: Path, qemu_cache: Path) -> None:
     # two guests: the first child, and the fresh one after it died
     box = QemuBox(tmp_path, qemu_cache)
-    box.rules(
-        "python-import=ctypes, os",
-        "python-api=ALLOW:native",
-        "python-api=ALLOW:process-control",
-        "expose-ro=data",
-    )
-    box.write("data/a.txt", "data-a")
-    box.write("tools.py", PARTIAL_TOOLS)
-    box.write("host.py", PARTIAL_HOST.format(outside=str(box.outside / "secret.txt")))
-    done = subprocess.run(
-        [sys.executable, "host.py"],
-        cwd=box.root,
-        env={**box.environ, "HOME": str(box.root)},
-        stdin=subprocess.DEVNULL,
-        capture_output=True,
-        text=True,
-        timeout=QEMU_TIMEOUT,
-    )
+    done = run_partial_host(box, timeout=QEMU_TIMEOUT)
     assert (done.returncode, without_notices(done.stderr)) == (0, ""), done
-    assert done.stdout.splitlines() == [
-        "exposed: data-a",
-        "native exposed: data-a",
-        "native outside: No such file or directory",
-        "died: the sandbox process died during the call: it exited with status 7",
-        "fresh child: True",
-        "after restart: No such file or directory",
-    ]
+    assert done.stdout.splitlines() == PARTIAL_EXPECTED
     assert box.leftovers() == []
 
 

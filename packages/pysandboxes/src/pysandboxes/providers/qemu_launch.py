@@ -49,6 +49,9 @@ def main() -> None:
         _say("usage: qemu_launch ROOT SETTINGS_FD -- PROGRAM [ARGS...]")
         os._exit(2)
     program = rest[1:]
+    # a signal that comes while the view is assembled waits for the handlers of Launcher.run
+    # (which remove the staging directory again)
+    signal.pthread_sigmask(signal.SIG_BLOCK, _FORWARDED)
     with os.fdopen(int(settings_fd), "rb") as f:
         settings = json.loads(f.read())
     carried = _inherited_fds()
@@ -307,9 +310,9 @@ class Launcher:
     # -- the run ------------------------------------------------------------------------------
 
     def run(self) -> int:
-        signal.pthread_sigmask(signal.SIG_UNBLOCK, _FORWARDED)
         for number in _FORWARDED:
             signal.signal(number, self._on_signal)
+        signal.pthread_sigmask(signal.SIG_UNBLOCK, _FORWARDED)
         accel = self.settings["accel"]
         if self.settings["show_boot_console"]:
             _say(f"starting the guest under {accel.upper()} ({self.settings['accel_why']})")
