@@ -144,9 +144,13 @@ def test_rlimit_keys_reach_the_program(box: Sandboxed) -> None:
 
 
 def test_exit_status_like_python(box: Sandboxed) -> None:
-    box.rules()
+    box.rules("python-import=os, signal, sys\npython-api=ALLOW:*")
     box.write("app.py", "import sys\nsys.exit(3)\n")
+    box.write("high.py", "import sys\nsys.exit(143)\n")  # not to be taken for SIGTERM
+    box.write("term.py", "import os, signal\nos.kill(os.getpid(), signal.SIGTERM)\n")
     assert box.sb("app.py").returncode == 3
+    assert box.sb("high.py").returncode == 143
+    assert box.sb("term.py").returncode == -15
 
 
 def test_partial_mode_call_runs_confined(box: Sandboxed) -> None:

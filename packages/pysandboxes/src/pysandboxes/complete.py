@@ -9,6 +9,7 @@ same command line and the host environment from a sealed memory file and goes on
 
 from __future__ import annotations
 
+import contextlib
 import os
 import sys
 
@@ -559,20 +560,39 @@ def run_unshare_in_process(command: CommandLine, policy: Policy, cwd: str, *, ip
     filter_fd = seccomp_fd()
     sys.stdout.flush()
     sys.stderr.flush()
+    from .supervise import status_pipe
+
+    status_r, status_w = status_pipe()
     try:
-        status = supervise(limits_of(policy), on_parent=network.start, relays_exit=True)
+        status = supervise(limits_of(policy), on_parent=network.start, relays_exit=True, status_fd=status_r)
     except BaseException:
         network.stop()
         raise
     if status is not None:  # the supervisor: the program ran (and ended) below
         network.stop()
         os.close(filter_fd)
+        os.close(status_w)
         return status
+    Inside.status_fd = status_w
+    os.set_inheritable(status_w, False)
     network.give_up_host_end()
     Inside.broker_fd, network.fd = network.fd, None
     enter_in_process(view, filter_fd)  # returns in the program's process, inside
     policy = start_forwarder(policy, "unshare")
-    return run(command, policy, "unshare", program)
+    return report_status(run(command, policy, "unshare", program))
+
+
+def report_status(status: int) -> int:
+    """In the sandbox: tell the supervisor that the program exits with ``status`` (behind a
+    launcher, 128 + N is also how a death by signal N looks), then return it."""
+    from .providers.namespaces import Inside
+
+    fd, Inside.status_fd = Inside.status_fd, None
+    if fd is not None:
+        with contextlib.suppress(OSError):
+            os.write(fd, f"{status}\n".encode())
+            os.close(fd)
+    return status
 
 
 def _interpreter_environment(policy: Policy) -> dict[str, str]:
@@ -612,6 +632,13 @@ def run_in_namespaces(
         os.close(info_w)
         info_r = -1
     environment[_HANDOFF_ENV] = str(handoff)
+    from .providers.namespaces import STATUS_ENV
+    from .supervise import status_pipe
+
+    # a virtual machine's launcher dies of its program's signal: no ambiguity to lift there
+    status_r, status_w = status_pipe() if provider != "qemu" else (None, None)
+    if status_w is not None:
+        environment[STATUS_ENV] = str(status_w)
     sys.stdout.flush()
     sys.stderr.flush()
     try:
@@ -622,9 +649,12 @@ def run_in_namespaces(
             info_fd=info_r if info_r >= 0 else None,
             cgroup=provider != "qemu",  # the virtual machine is the bound (its memory, its own kernel)
             exact=provider == "qemu",
+            status_fd=status_r,
         )
     finally:
         network.stop()
+        if status_w is not None:
+            os.close(status_w)
         for fd in fds:
             os.close(fd)
     assert status is not None  # only the child returns None, and it execs the launcher
@@ -656,13 +686,15 @@ def resume() -> int:
         import signal
 
         signal.pthread_sigmask(signal.SIG_UNBLOCK, (signal.SIGINT, signal.SIGQUIT, signal.SIGHUP))
-    return main(
-        data["argv"],
-        environ=data["environ"],
-        cwd=data["cwd"],
-        fresh=True,
-        ipython=data["ipython"],
-        inside=inside,
+    return report_status(
+        main(
+            data["argv"],
+            environ=data["environ"],
+            cwd=data["cwd"],
+            fresh=True,
+            ipython=data["ipython"],
+            inside=inside,
+        )
     )
 
 

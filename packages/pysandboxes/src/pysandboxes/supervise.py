@@ -42,6 +42,7 @@ def supervise(
     relays_exit: bool = False,
     cgroup: bool = True,
     exact: bool = False,
+    status_fd: int | None = None,
 ) -> int | None:
     """Fork. In the child: return None (go on and run the program), or, with ``argv``, exec it
     (a namespace provider's launcher: bwrap, unshare) with SIGINT, SIGQUIT and SIGHUP blocked,
@@ -53,7 +54,8 @@ def supervise(
     reports its program's death by a signal as status 128 + the signal (a launcher, or the
     namespace processes of os-sandbox=unshare). ``cgroup=False``: no cgroup (a virtual machine's
     launcher: the guest's kernel bounds the program). ``exact``: the launcher ends as its program
-    did, dying of the same signal (qemu's): an exit status above 128 is then a status."""
+    did, dying of the same signal (qemu's): an exit status above 128 is then a status.
+    ``status_fd``: the read end of :func:`status_pipe` (closed here)."""
     group = Cgroup.create(limits) if cgroup else None
     relay = limits["limit-output"] is not None
     _become_subreaper()
@@ -66,6 +68,8 @@ def supervise(
         os.close(ready_w)
         os.read(ready_r, 1)  # wait until the parent has put us in the cgroup
         os.close(ready_r)
+        if status_fd is not None:
+            os.close(status_fd)
         for fd, (r, w) in zip((1, 2), pipes, strict=False):
             os.dup2(w, fd)
             os.close(r)
@@ -107,7 +111,7 @@ def supervise(
     os.close(ready_w)
     try:
         launcher = (argv is not None or relays_exit) and not exact
-        return _wait(pid, limits, group, [r for r, _ in pipes], launcher=launcher)
+        return _wait(pid, limits, group, [r for r, _ in pipes], launcher=launcher, status_fd=status_fd)
     finally:
         if group is not None:
             group.kill()
@@ -189,18 +193,51 @@ def _forward(pid: int, signum: int) -> None:
         os.kill(pid, signum)
 
 
-def _signal_of(status: int, launcher: bool) -> int | None:
+def _signal_of(status: int, launcher: bool, reported: int | None = None) -> int | None:
     """The signal that ended the program: its own, or, behind a launcher (bwrap exits with
-    128 + the signal of its child), the one the launcher reports."""
+    128 + the signal of its child), the one the launcher reports, unless the program's
+    interpreter ``reported`` that very status as its exit status (``sys.exit(143)``)."""
     if os.WIFSIGNALED(status):
         return os.WTERMSIG(status)
     if launcher and os.WIFEXITED(status) and 129 <= os.WEXITSTATUS(status) <= 128 + 64:
+        if reported == os.WEXITSTATUS(status):
+            return None
         return os.WEXITSTATUS(status) - 128
     return None
 
 
+def status_pipe() -> tuple[int, int]:
+    """``(read end, write end)``: the sandboxed interpreter writes its exit status on the write
+    end (inherited; see :func:`pysandboxes.complete.report_status`) just before it exits, so that
+    behind a launcher an exit status above 128 is not taken for a signal."""
+    r, w = os.pipe()
+    os.set_inheritable(w, True)
+    return r, w
+
+
+def _reported(fd: int | None) -> int | None:
+    """The exit status written on the status pipe, if any (all writers are gone by now)."""
+    if fd is None:
+        return None
+    try:
+        os.set_blocking(fd, False)
+        data = os.read(fd, 64)
+    except OSError:
+        return None
+    finally:
+        os.close(fd)
+    text = data.decode("ascii", "replace").strip()
+    return int(text) if text.isdigit() else None
+
+
 def _wait(
-    pid: int, limits: Limits, cgroup: Cgroup | None, pipes: list[int], *, launcher: bool = False
+    pid: int,
+    limits: Limits,
+    cgroup: Cgroup | None,
+    pipes: list[int],
+    *,
+    launcher: bool = False,
+    status_fd: int | None = None,
 ) -> int:
     import select
 
@@ -275,7 +312,7 @@ def _wait(
                 _write_all(open_pipes[r], data)
         os.close(r)
     assert usage is not None
-    number = _signal_of(status, launcher)
+    number = _signal_of(status, launcher, _reported(status_fd))
     if breach is None:
         breach = _breach(number, usage, limits, cgroup)
     if breach is not None:

@@ -343,6 +343,7 @@ def seccomp_fd() -> int:
 
 BROKER_ENV = "PYSANDBOXES_NS_BROKER"
 PINNED_ENV = "PYSANDBOXES_NS_PINNED"
+STATUS_ENV = "PYSANDBOXES_NS_STATUS"
 
 
 class Network:
@@ -436,6 +437,8 @@ class Inside:
 
     broker_fd: int | None = None
     pinned: dict[str, list[str]] | None = None
+    #: where the program's exit status is written for the supervisor (see supervise.status_pipe)
+    status_fd: int | None = None
 
     @classmethod
     def take(cls) -> None:
@@ -444,6 +447,10 @@ class Inside:
 
         raw = os.environ.pop(BROKER_ENV, None)
         pinned = os.environ.pop(PINNED_ENV, None)
+        status = os.environ.pop(STATUS_ENV, None)
+        if status is not None and status.isdigit():
+            cls.status_fd = int(status)
+            os.set_inheritable(cls.status_fd, False)  # the program's children never see it
         if raw is not None:
             cls.broker_fd = int(raw)
         if pinned is not None:
