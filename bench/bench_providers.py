@@ -184,7 +184,8 @@ def main(argv: list[str]) -> int:
         e = ours[f"enter {provider}"]
         rows.append(
             Row(
-                f"partial: sandboxes() enter + first call, os-sandbox={provider} (median of {ENTER_PROCESSES})",
+                f"partial: sandboxes() enter + first call, os-sandbox={provider} "
+                f"(median of {QEMU_RUNS if provider == 'qemu' else ENTER_PROCESSES})",
                 e,
                 theirs.get(f"enter {provider}"),
                 "$PY host.py",
