@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import array
+import contextlib
 import os
 import socket
 import threading
@@ -172,4 +173,19 @@ def test_too_many_channels_end_the_link() -> None:
     items = b"".join(struct.pack(">BI", 1, 2 * n) for n in range(MAX_CHANNELS + 1))
     raw.sendall(_frame(0, MSG, struct.pack(">II", len(body), MAX_CHANNELS + 1) + body + items))
     assert closed.wait(10)
+    raw.close()
+
+
+def test_data_on_a_send_only_channel_ends_the_link() -> None:
+    from pysandboxes.providers.vmlink import DATA
+
+    link, raw, closed = _raw_peer()
+    local, other = socket.socketpair()
+    link.attach(local.detach(), channel=1, write=False)  # like the host's standard input
+    raw.sendall(_frame(1, DATA, b"injected"))
+    assert closed.wait(5)
+    other.setblocking(False)
+    with contextlib.suppress(BlockingIOError):  # nothing was written to it
+        assert other.recv(100) == b""
+    other.close()
     raw.close()

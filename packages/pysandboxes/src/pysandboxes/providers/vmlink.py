@@ -216,7 +216,8 @@ class Link:
                 endpoint.credit(struct.unpack(">I", payload)[0])
             elif op in (DATA, MSG):
                 if (
-                    endpoint.queued >= WINDOW
+                    not endpoint.write  # a channel this side only sends on
+                    or endpoint.queued >= WINDOW
                     or (op == DATA and len(payload) > _CHUNK)
                     or (op == MSG and not endpoint.packet)
                 ):
