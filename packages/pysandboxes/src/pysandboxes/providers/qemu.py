@@ -352,6 +352,9 @@ def launcher_argv(
     image, modules = found
     options = policy.options_for("qemu")
     accel, why = accelerator(bool(options.get("use_kvm", True)))
+    from .._log import USER_LOGGER, info
+
+    info(USER_LOGGER, "os-sandbox=qemu: the guest runs under %s (%s)", accel.upper(), why)
     timeout = options.get("start_timeout")
     with os.fdopen(os.dup(filter_fd), "rb") as f:
         f.seek(0)

@@ -168,13 +168,16 @@ class Agent:
         self.link.send_control({"hello": {"uptime": round(time.clock_gettime(time.CLOCK_BOOTTIME), 2)}})
         self.run_message.wait()
         run = self.message
+        report: dict[str, Any]
         try:
             self._network(run)
-            status = self._run(run)
+            report = {"exit": self._run(run)}
         except Exception as exc:  # the host shows it and ends with the sandbox's failure status
-            self.link.send_control({"exit": 125, "error": f"the guest could not run the program: {exc}"})
-            _power_off()
-        self.link.send_control({"exit": status})
+            report = {"exit": 125, "error": f"the guest could not run the program: {exc}"}
+        with contextlib.suppress(Exception):
+            self.link.send_control(report)
+            # the host stops the machine once it has the report: powering off first could lose it
+            self.link.closed.wait(10)
         _power_off()
 
     def _network(self, run: dict[str, Any]) -> None:
