@@ -579,15 +579,15 @@ def run_unshare_in_process(command: CommandLine, policy: Policy, cwd: str, *, ip
     Inside.broker_fd, network.fd = network.fd, None
     enter_in_process(view, filter_fd)  # returns in the program's process, inside
     policy = start_forwarder(policy, "unshare")
-    return report_status(run(command, policy, "unshare", program))
+    return report_status(run(command, policy, "unshare", program), Inside)
 
 
-def report_status(status: int) -> int:
+def report_status(status: int, inside: Any) -> int:
     """In the sandbox: tell the supervisor that the program exits with ``status`` (behind a
-    launcher, 128 + N is also how a death by signal N looks), then return it."""
-    from .providers.namespaces import Inside
-
-    fd, Inside.status_fd = Inside.status_fd, None
+    launcher, 128 + N is also how a death by signal N looks), then return it. ``inside``: the
+    ``namespaces.Inside`` class, imported before the program ran (nothing is imported after it:
+    the program may have broken the import system)."""
+    fd, inside.status_fd = inside.status_fd, None
     if fd is not None:
         with contextlib.suppress(OSError):
             os.write(fd, f"{status}\n".encode())
@@ -694,7 +694,8 @@ def resume() -> int:
             fresh=True,
             ipython=data["ipython"],
             inside=inside,
-        )
+        ),
+        Inside,
     )
 
 
