@@ -90,26 +90,20 @@ echo "peek.py reads ~/.ssh/id_demo through libc; ctypes is granted on the comman
 grant=(--python-import=ctypes --python-api=ALLOW:native)
 show "python-sb ${grant[*]} --os-sandbox=subprocess $quick/peek.py"
 "$bin/python-sb" "${grant[@]}" --os-sandbox=subprocess "$quick/peek.py"
-show "python-sb ${grant[*]} --os-sandbox=landlock $quick/peek.py"
-if [ -z "$landlock_missing" ]; then
-    "$bin/python-sb" "${grant[@]}" --os-sandbox=landlock "$quick/peek.py"
-else
-    echo "(skipped: $landlock_missing)"
-fi
-unshare_missing="$("$bin/python" -c 'from pysandboxes.providers import unavailable_reason; print(unavailable_reason("unshare") or "")')"
-show "python-sb ${grant[*]} --os-sandbox=unshare $quick/peek.py   # own namespaces: the file is not even there"
-if [ -z "$unshare_missing" ]; then
-    "$bin/python-sb" "${grant[@]}" --os-sandbox=unshare "$quick/peek.py"
-else
-    echo "(skipped: $unshare_missing)"
-fi
-qemu_missing="$("$bin/python" -c 'from pysandboxes.providers import unavailable_reason; print(unavailable_reason("qemu") or "")')"
-show "python-sb ${grant[*]} --os-sandbox=qemu $quick/peek.py   # a virtual machine with its own kernel (seconds to start)"
-if [ -z "$qemu_missing" ]; then
-    "$bin/python-sb" "${grant[@]}" --os-sandbox=qemu "$quick/peek.py"
-else
-    echo "(skipped: $qemu_missing)"
-fi
+# peek.py under a provider, or why this host cannot run it
+peek_under() {
+    local provider="$1" comment="$2" missing
+    missing="$("$bin/python" -c "from pysandboxes.providers import unavailable_reason; print(unavailable_reason('$provider') or '')")"
+    show "python-sb ${grant[*]} --os-sandbox=$provider $quick/peek.py${comment:+   # $comment}"
+    if [ -z "$missing" ]; then
+        "$bin/python-sb" "${grant[@]}" --os-sandbox="$provider" "$quick/peek.py"
+    else
+        echo "(skipped: $missing)"
+    fi
+}
+peek_under landlock ""
+peek_under unshare "own namespaces: the file is not even there"
+peek_under qemu "a virtual machine with its own kernel (seconds to start)"
 
 step "4. Partial mode: the agent keeps its rights, the tools it calls are confined"
 echo "demo/partial/agent.py runs under plain python; only the @sandbox functions of tools.py run,"
