@@ -15,7 +15,6 @@ directory there): its other entries are hidden like any other.
 from __future__ import annotations
 
 import os
-import shutil
 
 from ..errors import ProviderError
 
@@ -36,7 +35,9 @@ SHELL = tuple(p for p in ("/bin/bash",) if os.path.exists(p))
 
 
 def binary() -> str | None:
-    return shutil.which("firejail")
+    from .namespaces import _which
+
+    return _which("firejail")
 
 
 def unavailable_reason() -> str | None:

@@ -26,7 +26,6 @@ import contextlib
 import hashlib
 import os
 import re
-import shutil
 import sys
 
 from ..errors import ProviderError
@@ -83,7 +82,9 @@ exec $B switch_root /root "$PYSB_PYTHON" -I -S -c "import sys; sys.path.insert(0
 
 
 def _which_qemu() -> str | None:
-    return shutil.which("qemu-system-x86_64")
+    from .namespaces import _which
+
+    return _which("qemu-system-x86_64")
 
 
 def _busybox() -> str | None:

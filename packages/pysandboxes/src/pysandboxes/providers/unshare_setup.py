@@ -47,9 +47,10 @@ def unshare_argv(
     """util-linux unshare's command line, the variable to add to its environment, and the
     descriptor to pass: the view and the filter go in inherited memfds."""
     import json
-    import shutil
 
-    binary = shutil.which("unshare")
+    from .namespaces import _which
+
+    binary = _which("unshare")
     if binary is None:
         raise ProviderError("os-sandbox=unshare cannot start: util-linux's unshare is not installed")
     data = view_data(view, seccomp_fd)
