@@ -30,6 +30,20 @@ if TYPE_CHECKING:
     from collections.abc import Callable
 
 _FORWARDED = (signal.SIGTERM, signal.SIGHUP, signal.SIGUSR1, signal.SIGUSR2)
+#: the exit status, once a supervisor saw its program end and has nothing left to clean up:
+#: the python-sb console script then exits at once (see :func:`exit_now`)
+FINISHED: list[int] = []
+
+
+def exit_now(code: int) -> None:
+    """In a supervisor whose program has ended: exit with ``code`` without the interpreter's
+    finalisation (module teardown costs milliseconds the user waits for; the supervisor holds
+    nothing it must release). Returns when this process is not such a supervisor."""
+    if FINISHED and FINISHED[-1] == code:
+        for stream in (sys.stdout, sys.stderr):
+            with contextlib.suppress(Exception):
+                stream.flush()
+        os._exit(code)
 
 
 def supervise(
@@ -111,11 +125,14 @@ def supervise(
     os.close(ready_w)
     try:
         launcher = (argv is not None or relays_exit) and not exact
-        return _wait(pid, limits, group, [r for r, _ in pipes], launcher=launcher, status_fd=status_fd)
+        status = _wait(pid, limits, group, [r for r, _ in pipes], launcher=launcher, status_fd=status_fd)
     finally:
         if group is not None:
             group.kill()
             group.remove()
+    if group is None:  # nothing left to clean up at exit (a cgroup may still be on its way out)
+        FINISHED.append(status)
+    return status
 
 
 def _become_subreaper() -> None:
