@@ -252,6 +252,9 @@ def _bind(source: str, target: str, *, readonly: bool) -> None:
 
 
 def _enter(data: dict[str, Any]) -> None:
+    # imported while the host's root is still there (its bytecode cache among it)
+    from .netsetup import _local_default_route, _loopback_up
+
     libc = _libc()
     mount, bind = _mount, _bind
 
@@ -308,8 +311,6 @@ def _enter(data: dict[str, Any]) -> None:
     hostname = str(data.get("hostname") or "sandbox").encode()
     libc.sethostname(hostname, len(hostname))
     # the network, while the capabilities are still there (see netbroker.py)
-    from .netsetup import _local_default_route, _loopback_up
-
     _loopback_up()
     # the forwarder may listen on ports below 1024 (443...) once the capabilities are gone
     if os.path.exists("/proc/sys/net/ipv4/ip_unprivileged_port_start"):  # unshare.proc=none: no /proc
