@@ -37,7 +37,9 @@ from bench_complete import peak_rss_tree
 
 SCRATCH = WORK_DIR / "providers"
 OUR_SB = OUR_PYTHON.parent / "python-sb"
-PROVIDERS = ("landlock", "bwrap", "unshare", "firejail", "qemu")
+PROVIDERS = ("none", "subprocess", "landlock", "bwrap", "unshare", "firejail", "qemu")
+#: providers with a partial-mode child (under none, calls are direct)
+ENTERED = PROVIDERS[1:]
 ENTER_PROCESSES = 7
 #: a virtual machine takes seconds (minutes under TCG): fewer runs, timed by hand
 QEMU_RUNS = 3
@@ -153,7 +155,7 @@ def main(argv: list[str]) -> int:
     for provider in PROVIDERS:
         ours[f"start {provider}"] = start(python, str(OUR_SB), dirs[provider])
         ours[f"rss {provider}"] = peak_rss_tree([str(OUR_SB), "sleep.py"], dirs[provider])
-        if provider != "landlock":
+        if provider in ENTERED:
             ours[f"enter {provider}"] = enter_first(python, dirs[provider])
     if ref.python is not None:
         ref_sb = str(ref.python.parent / "python-sb")
@@ -167,7 +169,7 @@ def main(argv: list[str]) -> int:
                 (f"rss {provider}", lambda d=d: peak_rss_tree([ref_sb, "sleep.py"], d)),
                 (f"enter {provider}", lambda d=d: enter_first(str(ref.python), d)),
             ):
-                if key == "enter landlock":
+                if key == "enter none":
                     continue
                 try:
                     theirs[key] = job()
@@ -194,7 +196,7 @@ def main(argv: list[str]) -> int:
                 target=_start_target(provider, s),
             )
         )
-    for provider in PROVIDERS[1:]:
+    for provider in ENTERED:
         e = ours[f"enter {provider}"]
         rows.append(
             Row(
@@ -208,7 +210,7 @@ def main(argv: list[str]) -> int:
                 else f"≤ {ENTER_TARGET * 1e3:.0f} ms: {'met' if e and e <= ENTER_TARGET else 'missed'}",
             )
         )
-    for provider in PROVIDERS[1:]:
+    for provider in ENTERED:
         rows.append(
             Row(
                 f"partial: one small call after the first, os-sandbox={provider}",
@@ -240,7 +242,7 @@ def main(argv: list[str]) -> int:
 
 
 def _start_target(provider: str, s: float | None) -> str | None:
-    if provider in ("landlock", "firejail"):
+    if provider in ("none", "subprocess", "landlock", "firejail"):
         return None
     if provider == "qemu":
         from pysandboxes.providers.qemu import accelerator
