@@ -680,23 +680,26 @@ def test_seccomp_pair_the_same_calls_work_without_the_provider(tmp_path: Path, p
     assert provider in PROVIDERS
 
 
-def test_threads_subprocess_and_fork_still_work(box: Sandboxed) -> None:
-    results = box.probe(
-        body="""
-        import threading
+#: threads, a child interpreter and fork, which a sandbox must leave working (no braces: the qemu
+#: suite puts it in a format string)
+WORKING_PROBES = """
+import threading
 
-        box = []
-        t = threading.Thread(target=lambda: box.append("thread ran"))
-        t.start()
-        t.join()
-        results["thread"] = box[0]
-        results["subprocess"] = child(sys.executable, "-c", "print(6 * 7)")
-        pid = os.fork()
-        if pid == 0:
-            os._exit(9)
-        results["fork"] = os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
-        """,
-    )
+box = []
+t = threading.Thread(target=lambda: box.append("thread ran"))
+t.start()
+t.join()
+results["thread"] = box[0]
+results["subprocess"] = child(sys.executable, "-c", "print(6 * 7)")
+pid = os.fork()
+if pid == 0:
+    os._exit(9)
+results["fork"] = os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
+"""
+
+
+def test_threads_subprocess_and_fork_still_work(box: Sandboxed) -> None:
+    results = box.probe(body=WORKING_PROBES)
     assert results == {"thread": "thread ran", "subprocess": "exit 0: 42", "fork": 9}
 
 

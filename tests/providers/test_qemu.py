@@ -41,6 +41,7 @@ from .test_namespaces import (
     PRELUDE,
     SECCOMP_PROBES,
     SLEEPER,
+    WORKING_PROBES,
     Sandboxed,
     Server,
     free_port,
@@ -422,19 +423,11 @@ call("net_other", native_connect, "127.0.0.1", {other})
 call("net_denied", native_connect, "127.0.0.1", {denied})
 call("net_py", lambda: socket.create_connection(("127.0.0.1", {allowed})).close())
 # threads, fork and a child interpreter still work
-box = []
-t = threading.Thread(target=lambda: box.append("thread ran"))
-t.start()
-t.join()
-results["thread"] = box[0]
-results["subprocess"] = child(sys.executable, "-c", "print(6 * 7)")
-pid = os.fork()
-if pid == 0:
-    os._exit(9)
-results["fork"] = os.waitstatus_to_exitcode(os.waitpid(pid, 0)[1])
+@WORKING_PROBES@
 # the program itself, as python runs it
 results["script"] = [__file__, sys.argv, sys.path[0], os.getcwd()]
 """
+NATIVE = NATIVE.replace("@WORKING_PROBES@", WORKING_PROBES)
 
 
 @pytest.fixture(scope="module")
