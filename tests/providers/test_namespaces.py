@@ -746,10 +746,11 @@ except KeyboardInterrupt:
 """
 
 
-def _processes_with(marker: str) -> list[str]:
+def processes_with(marker: str) -> list[str]:
+    """Command lines of the host's processes (this one excepted) containing ``marker``."""
     found = []
     for name in os.listdir("/proc"):
-        if not name.isdigit():
+        if not name.isdigit() or int(name) == os.getpid():
             continue
         try:
             with open(f"/proc/{name}/cmdline", "rb") as f:
@@ -798,7 +799,7 @@ def test_sigterm_ends_the_program_like_python(box: Sandboxed) -> None:
         process.wait(timeout=10)  # python ends at once; the program sleeps 25 s otherwise
     status, out, err = _finish(process)
     assert (status, out, err) == (-signal.SIGTERM, "", "")
-    assert _processes_with(marker) == []
+    assert processes_with(marker) == []
 
 
 def test_ctrl_c_is_a_keyboard_interrupt_in_the_program(box: Sandboxed) -> None:
@@ -810,7 +811,7 @@ def test_ctrl_c_is_a_keyboard_interrupt_in_the_program(box: Sandboxed) -> None:
     assert process.stdout.readline() == "ready\n"
     os.killpg(process.pid, signal.SIGINT)
     assert _finish(process) == (5, "KeyboardInterrupt\n", "")
-    assert _processes_with(marker) == []
+    assert processes_with(marker) == []
 
 
 def test_no_process_is_left_behind(box: Sandboxed) -> None:
@@ -827,7 +828,7 @@ def test_no_process_is_left_behind(box: Sandboxed) -> None:
     )
     done = box.sb("spawn.py", marker)
     assert (done.returncode, done.stdout, done.stderr) == (0, "spawned\n", "")
-    assert _processes_with(marker) == []
+    assert processes_with(marker) == []
 
 
 # -- 6. partial mode -------------------------------------------------------------------------------

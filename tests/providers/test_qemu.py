@@ -45,6 +45,7 @@ from .test_namespaces import (
     Sandboxed,
     Server,
     free_port,
+    processes_with,
     run_partial_host,
 )
 
@@ -64,22 +65,6 @@ Result = subprocess.CompletedProcess[str]
 
 def without_notices(stderr: str) -> str:
     return "".join(line for line in stderr.splitlines(keepends=True) if not line.startswith(NOTICES))
-
-
-def qemu_processes(marker: str) -> list[str]:
-    """Command lines of the host's processes containing ``marker`` (QEMU's holds the cache dir)."""
-    found = []
-    for name in os.listdir("/proc"):
-        if not name.isdigit() or int(name) == os.getpid():
-            continue
-        try:
-            with open(f"/proc/{name}/cmdline", "rb") as f:
-                cmdline = f.read()
-        except OSError:
-            continue
-        if marker.encode() in cmdline:
-            found.append(cmdline.replace(b"\0", b" ").decode(errors="replace"))
-    return found
 
 
 @pytest.fixture(scope="session")
@@ -133,7 +118,7 @@ class QemuBox(Sandboxed):
         )
 
     def leftovers(self) -> list[str]:
-        return qemu_processes(str(self.cache))
+        return processes_with(str(self.cache))
 
 
 def finish(process: subprocess.Popen[str]) -> tuple[int, str, str]:
@@ -726,7 +711,7 @@ def test_a_port_without_in_rule_is_not_reachable(inbound: Report) -> None:
 
 def processes_after(box: QemuBox, marker: str) -> list[str]:
     """What is left on the host once a run ended: processes with the marker, QEMUs of ours."""
-    return qemu_processes(marker) + box.leftovers()
+    return processes_with(marker) + box.leftovers()
 
 
 EXIT_PROGRAM = """\
