@@ -51,6 +51,7 @@ from dataclasses import dataclass
 
 from ..errors import ProviderError, RuleSocketConnectionRefusedError
 from ..rules.policy import Policy
+from .vmlink import received_fds
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -247,15 +248,6 @@ def _send(sock: socket.socket, message: dict[str, Any], fd: int | None = None) -
     except OSError:
         return False
     return True
-
-
-def _received_fds(ancillary: list[tuple[int, int, bytes]]) -> list[int]:
-    fds: list[int] = []
-    for level, kind, data in ancillary:
-        if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
-            usable = len(data) - len(data) % 4
-            fds.extend(struct.unpack(f"{usable // 4}i", data[:usable]))
-    return fds
 
 
 def _close_fds(fds: Iterable[int]) -> None:
@@ -649,7 +641,7 @@ class Forwarder:
                 continue
             except OSError:
                 data, ancillary = b"", []
-            fds = _received_fds(ancillary)
+            fds = received_fds(ancillary)
             if not data:
                 _close_fds(fds)
                 break

@@ -23,6 +23,7 @@ restarted under TCG (software emulation), and the host remembers it until the ne
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import os
 import re
@@ -87,6 +88,7 @@ def _which_qemu() -> str | None:
     return _which("qemu-system-x86_64")
 
 
+@functools.cache
 def _busybox() -> str | None:
     """A static busybox (the dynamic one would need the host's libc in the initramfs)."""
     for path in ("/usr/bin/busybox", "/bin/busybox"):
@@ -98,6 +100,7 @@ def _busybox() -> str | None:
     return None
 
 
+@functools.cache
 def kernel() -> tuple[str, str] | None:
     """The newest ``/boot/vmlinuz-*`` with the 9p and virtio modules: ``(image, modules dir)``."""
     candidates = []
@@ -177,11 +180,6 @@ def initramfs(modules_dir: str, *, announce: bool = True) -> str:
     busybox = _busybox()
     if busybox is None:
         raise ProviderError("os-sandbox=qemu cannot start: install busybox-static")
-    deps: dict[str, str] = {}
-    with open(os.path.join(modules_dir, "modules.dep")) as f:
-        for line in f:
-            path = line.partition(":")[0]
-            deps[os.path.basename(path).split(".ko")[0]] = path
     init = _INIT.replace("{modules}", " ".join(MODULES))
     st = os.stat(busybox)
     key = hashlib.sha256(
@@ -193,6 +191,11 @@ def initramfs(modules_dir: str, *, announce: bool = True) -> str:
         return target
     if announce:
         print("python-sb: qemu: building the guest's initramfs (first use) ...", file=sys.stderr, flush=True)
+    deps: dict[str, str] = {}
+    with open(os.path.join(modules_dir, "modules.dep")) as f:
+        for line in f:
+            path = line.partition(":")[0]
+            deps[os.path.basename(path).split(".ko")[0]] = path
     entries: list[tuple[str, int, bytes]] = [
         (name, 0o40755, b"") for name in ("dev", "proc", "sys", "root", "bin", "modules")
     ]

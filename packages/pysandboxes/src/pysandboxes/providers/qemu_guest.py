@@ -51,23 +51,10 @@ def _power_off() -> None:
 def _prepare() -> int:
     """Mounts, devices and network; returns the link's descriptor."""
     from .unshare_setup import MS_NODEV, MS_NOEXEC, MS_NOSUID, _check, _libc
+    from .unshare_setup import _mount as mount
 
     libc = _libc()
-    import ctypes
-
-    def mount(source: str, target: str, fstype: str, flags: int, options: str | None = None) -> None:
-        _check(
-            libc.mount(
-                source.encode(),
-                target.encode(),
-                fstype.encode(),
-                ctypes.c_ulong(flags),
-                options and options.encode(),
-            ),
-            f"mount {fstype} on {target}",
-        )
-
-    port = _port_from_dev(mount)
+    port = _port_from_dev()
     fd = os.open(port, os.O_RDWR | os.O_CLOEXEC)
     # a minimal /dev: the devtmpfs had every device of the machine (the link's port among them)
     mount("tmpfs", "/dev", "tmpfs", MS_NOSUID | MS_NOEXEC, "mode=0755")
@@ -110,10 +97,11 @@ def _prepare() -> int:
     return fd
 
 
-def _port_from_dev(mount: Any) -> str:
+def _port_from_dev() -> str:
     """The link's port, found through a sysfs mounted for the moment under /dev (the init
     unmounted /sys; the program never sees a sysfs)."""
     from .unshare_setup import MNT_DETACH, MS_NODEV, MS_NOEXEC, MS_NOSUID, _libc
+    from .unshare_setup import _mount as mount
 
     os.makedirs("/dev/.sys", exist_ok=True)
     mount("sysfs", "/dev/.sys", "sysfs", MS_NOSUID | MS_NODEV | MS_NOEXEC)
@@ -251,7 +239,7 @@ class Agent:
     def _exec(
         self, run: dict[str, Any], stdio: tuple[int, int, int], targets: list[int], seccomp: bytes
     ) -> None:
-        from .unshare_setup import PR_SET_NO_NEW_PRIVS, _check, _drop_capabilities, _libc
+        from .unshare_setup import PR_SET_NO_NEW_PRIVS, _check, _drop_capabilities, _install_seccomp, _libc
 
         os.setsid()
         # the descriptors the program inherits, at the numbers they had on the host
@@ -279,7 +267,7 @@ class Agent:
         libc = _libc()
         _drop_capabilities(libc)
         _check(libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no_new_privs")
-        _apply_seccomp(libc, seccomp)
+        _install_seccomp(libc, seccomp)
         os.execve(run["argv"][0], run["argv"], run["env"])
 
 
@@ -288,15 +276,12 @@ def _cgroup(pid: int, wanted: dict[str, int]) -> None:
     ``memory.max``). The hierarchy is mounted for the moment only: the program never sees it."""
     if not wanted:
         return
-    from .unshare_setup import MNT_DETACH, MS_NODEV, MS_NOEXEC, MS_NOSUID, _check, _libc
+    from .unshare_setup import MNT_DETACH, MS_NODEV, MS_NOEXEC, MS_NOSUID, _libc, _mount
 
     libc = _libc()
-    import ctypes
-
     base = "/dev/.cgroup"
     os.mkdir(base)
-    flags = ctypes.c_ulong(MS_NOSUID | MS_NODEV | MS_NOEXEC)
-    _check(libc.mount(b"cgroup2", base.encode(), b"cgroup2", flags, None), "mount the guest's cgroup2")
+    _mount("cgroup2", base, "cgroup2", MS_NOSUID | MS_NODEV | MS_NOEXEC)
     try:
         with open(f"{base}/cgroup.subtree_control", "w") as f:
             f.write(" ".join(f"+{key.split('.')[0]}" for key in wanted))
@@ -318,19 +303,6 @@ def fcntl_dupfd(fd: int, minimum: int) -> int:
     import fcntl
 
     return fcntl.fcntl(fd, fcntl.F_DUPFD_CLOEXEC, minimum)
-
-
-def _apply_seccomp(libc: Any, program: bytes) -> None:
-    import ctypes
-
-    from .unshare_setup import PR_SET_SECCOMP, SECCOMP_MODE_FILTER, _check
-
-    class SockFprog(ctypes.Structure):
-        _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
-
-    buffer = ctypes.create_string_buffer(program, len(program))
-    prog = SockFprog(len(program) // 8, ctypes.cast(buffer, ctypes.c_void_p))
-    _check(libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.byref(prog), 0, 0), "seccomp filter")
 
 
 def main() -> None:

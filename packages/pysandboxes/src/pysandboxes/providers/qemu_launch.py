@@ -101,6 +101,7 @@ def _assemble(view: dict[str, Any]) -> str:
         _bind,
         _check,
         _libc,
+        _map_ids,
         _mount,
     )
 
@@ -109,12 +110,7 @@ def _assemble(view: dict[str, Any]) -> str:
     uid, gid = os.getuid(), os.getgid()
     libc = _libc()
     _check(libc.unshare(CLONE_NEWUSER | CLONE_NEWNS), "unshare a user and mount namespace")
-    with open("/proc/self/setgroups", "w") as f:
-        f.write("deny")
-    with open("/proc/self/uid_map", "w") as f:
-        f.write(f"0 {uid} 1")
-    with open("/proc/self/gid_map", "w") as f:
-        f.write(f"0 {gid} 1")
+    _map_ids((0, 0), (uid, gid))  # root inside: QEMU serves the user's files as the guest's own
     mount, bind = _mount, _bind
     mount(None, "/", None, MS_REC | MS_PRIVATE)
     mount("tmpfs", stage, "tmpfs", MS_NOSUID | MS_NODEV, "mode=0755")
@@ -173,7 +169,7 @@ class Launcher:
         self.carried = carried
         self.stage = stage
         self.events: dict[str, threading.Event] = {
-            name: threading.Event() for name in ("hello", "started", "exit", "closed")
+            name: threading.Event() for name in ("hello", "exit", "closed")
         }
         self.status: dict[str, Any] = {}
         self.link: Any = None
@@ -376,10 +372,6 @@ class Launcher:
                     break
                 self._stop_qemu()
                 return self._fail(self.status.get("error") or "the guest stopped before the program ended")
-            if self.events["started"].is_set() and not getattr(self, "_stdin_attached", False):
-                self._stdin_attached = True
-                with contextlib.suppress(OSError):
-                    link.attach(os.dup(0), channel=1, write=False)
         for done in self.outputs:
             done.wait(5)
         self._stop_qemu()
@@ -408,8 +400,9 @@ class Launcher:
                     f"guest ready after {time.monotonic() - self.t0:.2f} s (its agent started {uptime} s after boot)"
                 )
             self.events["hello"].set()
-        elif "started" in message:
-            self.events["started"].set()
+        elif "started" in message:  # the guest's end of standard input exists now
+            with contextlib.suppress(OSError):
+                self.link.attach(os.dup(0), channel=1, write=False)
         elif "exit" in message:
             self.status["exit"] = message["exit"]
             if message.get("error"):

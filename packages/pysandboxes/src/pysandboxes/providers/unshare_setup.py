@@ -118,9 +118,7 @@ def enter_in_process(view: View, seccomp_fd: int) -> None:
     flags = CLONE_NEWUSER | CLONE_NEWNS | CLONE_NEWNET | CLONE_NEWIPC | CLONE_NEWUTS | CLONE_NEWPID
     if libc.unshare(flags | CLONE_NEWCGROUP) != 0:
         _check(libc.unshare(flags), "unshare")
-    for name, text in (("setgroups", "deny"), ("uid_map", f"{uid} {uid} 1"), ("gid_map", f"{gid} {gid} 1")):
-        with open(f"/proc/self/{name}", "w") as f:
-            f.write(text)
+    _map_ids((uid, gid), (uid, gid))
     for number in (signal.SIGINT, signal.SIGQUIT):  # the terminal's: for the program only
         signal.signal(number, signal.SIG_IGN)
     pid = os.fork()  # the first child of a new PID namespace is its init
@@ -133,6 +131,17 @@ def enter_in_process(view: View, seccomp_fd: int) -> None:
     _become_init()
     signal.signal(signal.SIGINT, signal.default_int_handler)
     signal.signal(signal.SIGQUIT, signal.SIG_DFL)
+
+
+def _map_ids(inside: tuple[int, int], outside: tuple[int, int]) -> None:
+    """Right after unshare(CLONE_NEWUSER): the host's ``outside`` uid and gid (read before the
+    unshare) appear as ``inside``; no supplementary groups."""
+    with open("/proc/self/setgroups", "w") as f:
+        f.write("deny")
+    with open("/proc/self/uid_map", "w") as f:
+        f.write(f"{inside[0]} {outside[0]} 1")
+    with open("/proc/self/gid_map", "w") as f:
+        f.write(f"{inside[1]} {outside[1]} 1")
 
 
 def _wait_and_exit(pid: int, *, reap_all: bool = False) -> None:
@@ -348,10 +357,13 @@ def _drop_capabilities(libc: Any) -> None:
 
 
 def _seccomp(libc: Any, fd: int) -> None:
-    import ctypes
-
     with os.fdopen(fd, "rb") as f:
-        program = f.read()
+        _install_seccomp(libc, f.read())
+
+
+def _install_seccomp(libc: Any, program: bytes) -> None:
+    """Install the BPF ``program`` (``seccomp_filter()``'s bytes) on this thread's process."""
+    import ctypes
 
     class SockFprog(ctypes.Structure):
         _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]

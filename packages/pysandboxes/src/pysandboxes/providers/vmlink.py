@@ -32,6 +32,8 @@ import stat
 import struct
 import threading
 
+from ..remote.channel import _write_all as write_parts
+
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
@@ -337,10 +339,7 @@ class _Endpoint:
                 return False
         try:
             if op == MSG:
-                rights = [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", fds).tobytes())]
-                self.sock.sendmsg([body], rights if fds else [], socket.MSG_DONTWAIT)
-                for fd in fds:
-                    os.close(fd)
+                self._send_message(body, fds, socket.MSG_DONTWAIT)
             else:
                 sent = self.sock.send(body, socket.MSG_DONTWAIT)
                 if sent < len(body):  # the rest after what the socket took, in order
@@ -350,6 +349,15 @@ class _Endpoint:
             return False
         self._delivered(size)
         return True
+
+    def _send_message(self, body: bytes, fds: list[int], flags: int) -> None:
+        """One packet message to the local socket, with its descriptors (closed here once sent;
+        left open when the socket refuses it, for a later try)."""
+        assert self.sock is not None
+        rights = [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", fds).tobytes())] if fds else []
+        self.sock.sendmsg([body], rights, flags)
+        for fd in fds:
+            os.close(fd)
 
     def enqueue(self, op: int, body: bytes, fds: list[int], size: int) -> None:
         with self.cond:
@@ -415,7 +423,7 @@ class _Endpoint:
                     data, ancillary, _flags, _addr = self.sock.recvmsg(
                         max(size, 1), socket.CMSG_SPACE(4 * _MAX_FDS)
                     )
-                    fds = _received_fds(ancillary)
+                    fds = received_fds(ancillary)
                     if not data and not fds:
                         break
                     try:
@@ -450,14 +458,12 @@ class _Endpoint:
                 if op == EOF:
                     break
                 if op == MSG:
-                    assert self.sock is not None
-                    body = payload
                     try:
-                        rights = [(socket.SOL_SOCKET, socket.SCM_RIGHTS, array.array("i", fds).tobytes())]
-                        self.sock.sendmsg([body], rights if fds else [])
-                    finally:
+                        self._send_message(payload, fds, 0)
+                    except OSError:
                         for fd in fds:
                             os.close(fd)
+                        raise
                 elif self.sock is not None:
                     self.sock.sendall(payload)
                 else:
@@ -479,7 +485,8 @@ class _Endpoint:
             self._direction_done()
 
 
-def _received_fds(ancillary: list[tuple[int, int, bytes]]) -> list[int]:
+def received_fds(ancillary: list[tuple[int, int, bytes]]) -> list[int]:
+    """The descriptors of ``recvmsg``'s ancillary data (``SCM_RIGHTS``)."""
     fds: list[int] = []
     for level, kind, data in ancillary:
         if level == socket.SOL_SOCKET and kind == socket.SCM_RIGHTS:
@@ -489,10 +496,7 @@ def _received_fds(ancillary: list[tuple[int, int, bytes]]) -> list[int]:
 
 
 def _write_all(fd: int, data: bytes | memoryview) -> None:
-    view = memoryview(data).cast("B")
-    while view:
-        written = os.write(fd, view)
-        view = view[written:]
+    write_parts(fd, [data])
 
 
 def _read_exact(fd: int, size: int) -> bytes:
