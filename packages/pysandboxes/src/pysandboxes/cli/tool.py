@@ -203,7 +203,7 @@ def _diff(learned: str, active: str) -> int:
 
 def _doctor() -> int:
     """One line per provider: whether it can start on this host, else why and what to do."""
-    from ..providers import PLANNED, default_provider, unavailable_reason
+    from ..providers import default_provider, unavailable_reason
     from ..rules.provider_keys import PROVIDERS
 
     default = default_provider()
@@ -217,8 +217,6 @@ def _doctor() -> int:
                 accel, why = accelerator()
                 mark += f" ({'KVM' if accel == 'kvm' else 'TCG, software emulation'}: {why})"
             print(f"{name:<10} available{mark}")
-        elif name in PLANNED:
-            print(f"{name:<10} not in this version")
         else:
             print(f"{name:<10} unavailable: {reason}")
     return 0

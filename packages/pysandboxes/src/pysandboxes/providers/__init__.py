@@ -14,9 +14,6 @@ TYPE_CHECKING = False
 if TYPE_CHECKING:  # the guest's agent of os-sandbox=qemu imports this package: it stays light
     from ..rules.policy import Policy
 
-#: providers this version can start; the others are recognised by the rules
-IMPLEMENTED = ("none", "subprocess", "landlock", "bwrap", "unshare", "firejail", "qemu")
-PLANNED: tuple[str, ...] = ()
 #: providers whose sandbox a launcher process builds (the program runs in a fresh interpreter)
 LAUNCHED = ("bwrap", "unshare", "firejail", "qemu")
 
@@ -55,11 +52,6 @@ def unavailable_reason(name: str) -> str | None:
         from .qemu import unavailable_reason as qemu_reason
 
         return qemu_reason()
-    if name in PLANNED:
-        return (
-            f"os-sandbox={name} is not implemented in this version of PySandboxes; "
-            f"use os-sandbox=landlock (or subprocess)"
-        )
     return f"unknown provider '{name}'"
 
 
