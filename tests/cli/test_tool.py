@@ -209,3 +209,42 @@ def test_version_lists_the_providers_this_host_can_run(project: Path) -> None:
     empty.mkdir()
     missing = run_tool("--version", cwd=project, env={**os.environ, "PATH": str(empty)})
     assert missing.stdout.splitlines()[1] == "providers available here: none, subprocess, landlock"
+
+
+def test_check_flags_an_exposure_holding_secret_files_and_names_the_ignore_rules(project: Path) -> None:
+    (project / "data" / "keys").mkdir(parents=True)
+    (project / "data" / "keys" / "server.pem").write_text("-----BEGIN PRIVATE KEY-----\n")
+    (project / "data" / "keys" / "id_ed25519.pub").write_text("ssh-ed25519 AAAA\n")
+    (project / "data" / ".env").write_text("TOKEN=secret\n")
+    (project / "data" / ".env.example").write_text("TOKEN=\n")
+    (project / ".py-sandboxes").write_text("expose-ro=./data\n")
+    result = run_tool("check", cwd=project)
+    assert result.returncode == 0, result.stderr
+    assert (
+        "(1): warning: 'expose-ro=./data' exposes secret-looking files (.env, keys/server.pem): "
+        "hide them with\n    ignore=.env\n    ignore=server.pem\n" in result.stdout
+    )
+    assert "id_ed25519.pub" not in result.stdout and ".env.example" not in result.stdout
+    assert run_tool("check", "--strict", cwd=project).returncode == 1
+
+
+def test_check_is_quiet_about_secret_files_an_ignore_rule_hides(project: Path) -> None:
+    (project / "data").mkdir()
+    (project / "data" / ".env").write_text("TOKEN=secret\n")
+    (project / "data" / "server.pem").write_text("key\n")
+    (project / ".py-sandboxes").write_text("expose-ro=./data\nignore=.env\nignore=*.pem\n")
+    result = run_tool("check", "--strict", cwd=project)
+    assert result.returncode == 0, result.stdout
+    assert "secret" not in result.stdout
+
+
+def test_check_flags_an_exposure_of_the_whole_project_and_names_its_subdirectories(project: Path) -> None:
+    for name in ("data", "src", ".git"):
+        (project / name).mkdir()
+    (project / ".py-sandboxes").write_text("expose-ro=.\n")
+    result = run_tool("check", cwd=project)
+    assert "(1): warning: 'expose-ro=.' exposes the whole project directory" in result.stdout
+    assert "e.g.\n    expose-ro=./data\n    expose-ro=./home\n    expose-ro=./src\n" in result.stdout
+    assert "./.git" not in result.stdout
+    (project / ".py-sandboxes").write_text("expose-ro=./data\n")
+    assert run_tool("check", "--strict", cwd=project).returncode == 0

@@ -5,6 +5,7 @@ Warnings never stop a load: each names a line that is valid but grants a lot.
 
 from __future__ import annotations
 
+import fnmatch
 import os
 
 from ..errors import RuleProblem
@@ -40,6 +41,20 @@ def review(policy: Policy, *, shipped: bool = False) -> list[RuleProblem]:
             warn(exposure.rule, "exposes the whole home directory (keys, tokens, browser profiles)")
         elif project and p != project and project.startswith(p.rstrip("/") + "/"):
             warn(exposure.rule, f"exposes a parent of the project directory ({project})")
+        elif p == project:
+            warn(exposure.rule, "exposes the whole project directory" + _narrower(p))
+        if p in (home, "/"):
+            continue
+        secrets = [s for s in _secret_files(p) if policy.files_policy._ignored(s, p) is None]
+        if secrets:
+            names = ", ".join(os.path.relpath(s, p) for s in secrets[:3]) + (", ..." if secrets[3:] else "")
+            hidden = "\n".join(f"    ignore={os.path.basename(s)}" for s in secrets[:3])
+            warn(
+                exposure.rule,
+                f"exposes secret-looking files ({names}): hide them with\n{hidden}\n  "
+                "(the Python layer and the namespace providers honour ignore=; under landlock native "
+                "code still reads them) or expose a narrower directory",
+            )
 
     if "*" in policy.imports:
         warn(policy.imports["*"], "allows every import: remove it, relearn and review before shipping")
@@ -95,6 +110,66 @@ def review(policy: Policy, *, shipped: bool = False) -> list[RuleProblem]:
             if rule.key == "learn" and rule.value.strip().lower() != "false" and rule.origin.is_file:
                 warn(rule, "turns learning on for every run; remove it before shipping")
     return warnings
+
+
+#: file names that usually hold credentials: dotenv files, private keys, client credentials
+SECRET_PATTERNS = (
+    *(".env", ".env.*", "*.pem", "*.key", "*.p12", "*.pfx"),
+    *("id_rsa*", "id_dsa*", "id_ecdsa*", "id_ed25519*", ".netrc", ".pgpass", "credentials.json"),
+)
+#: templates that hold no secret, public keys
+NOT_SECRET = ("*.pub", "*.example", "*.sample", "*.template", "*.dist")
+#: directories the scan does not enter (big, and not where secrets are kept by hand)
+_SKIPPED_DIRS = frozenset({".git", ".venv", "venv", "node_modules", "__pycache__", "site-packages", ".tox"})
+
+
+def _is_secret(name: str) -> bool:
+    if any(fnmatch.fnmatchcase(name, p) for p in NOT_SECRET):
+        return False
+    return any(fnmatch.fnmatchcase(name, p) for p in SECRET_PATTERNS)
+
+
+def _secret_files(directory: str, depth: int = 2, budget: int = 2000) -> list[str]:
+    """Secret-looking files in ``directory`` and up to ``depth - 1`` levels below it, in a
+    bounded scan (``budget`` entries): a review must not walk a whole disk."""
+    found: list[str] = []
+    level = [directory]
+    for _ in range(depth):
+        deeper: list[str] = []
+        for d in level:
+            try:
+                entries = sorted(os.scandir(d), key=lambda e: e.name)
+            except OSError:
+                continue
+            for entry in entries:
+                budget -= 1
+                if budget < 0:
+                    return found
+                if entry.is_dir(follow_symlinks=False):
+                    if entry.name not in _SKIPPED_DIRS:
+                        deeper.append(entry.path)
+                elif _is_secret(entry.name):
+                    found.append(entry.path)
+        level = deeper
+    return found
+
+
+def _narrower(project: str) -> str:
+    """The hint of a project-wide exposure: the subdirectories that could be exposed instead."""
+    try:
+        subdirs = sorted(
+            e.name for e in os.scandir(project) if e.is_dir() and not e.name.startswith((".", "_"))
+        )
+    except OSError:
+        subdirs = []
+    subdirs = [d for d in subdirs if d not in _SKIPPED_DIRS]
+    if not subdirs:
+        return " (its .env, keys and .git included): expose only the subdirectories the program needs"
+    lines = "\n".join(f"    expose-ro=./{d}" for d in subdirs[:3])
+    return (
+        " (its .env, keys and .git included): expose only the subdirectories the program needs, e.g.\n"
+        + lines
+    )
 
 
 def _file_origin(policy: Policy) -> Origin:
