@@ -13,6 +13,7 @@ from pysandboxes import (
     RulePermissionError,
     RuleSocketConnectionRefusedError,
     SandBoxError,
+    denial_text,
     sandbox_denials,
 )
 
@@ -68,3 +69,27 @@ def test_sandbox_denials_looks_into_exception_groups_and_is_empty_otherwise():
     assert sandbox_denials(group) == ["RuleModuleNotFoundError: Module named 'csv' is not allowed by a rule"]
     assert sandbox_denials(ValueError("plain")) == []
     assert sandbox_denials(None) == []
+
+
+def test_denial_text_keeps_the_first_line_of_each_refusal_and_logs_the_hint(caplog):
+    try:
+        try:
+            raise RuleFileNotFoundError(
+                "Access to '/root/.ssh/id_rsa' must be accepted by a rule.\n"
+                "Add `expose-ro=/root/.ssh` to the rule file to allow it."
+            )
+        except OSError as inner:
+            raise RuntimeError("tool failed") from inner
+    except RuntimeError as outer:
+        with caplog.at_level("WARNING", logger="Pysandboxes"):
+            text = denial_text(outer)
+    assert text == "RuleFileNotFoundError: Access to '/root/.ssh/id_rsa' must be accepted by a rule."
+    assert "expose-ro" not in text
+    assert [r.name for r in caplog.records] == ["Pysandboxes"]
+    assert "Add `expose-ro=/root/.ssh` to the rule file" in caplog.records[0].getMessage()
+
+
+def test_denial_text_of_an_error_that_is_no_refusal_is_its_type_and_first_line(caplog):
+    assert denial_text(ValueError("bad value\nmore"), log=False) == "ValueError: bad value"
+    assert denial_text(KeyError(), log=False) == "KeyError"
+    assert caplog.records == []

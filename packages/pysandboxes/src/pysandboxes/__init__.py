@@ -12,6 +12,7 @@ from .errors import (
     RuleSocketConnectionRefusedError,
     RuleSyntaxError,
     SandBoxError,
+    denial_text,
     sandbox_denials,
 )
 
@@ -67,6 +68,7 @@ __all__ = [
     "SandBoxResourceError",
     "SandBoxTimeoutError",
     "__version__",
+    "denial_text",
     "guarded_eval",
     "is_in_sandbox",
     "run",

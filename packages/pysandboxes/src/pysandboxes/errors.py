@@ -34,6 +34,7 @@ __all__ = [
     "SandBoxRemoteError",
     "SandBoxResourceError",
     "SandBoxTimeoutError",
+    "denial_text",
     "resource_error",
     "sandbox_denials",
 ]
@@ -289,6 +290,28 @@ def sandbox_denials(exc: BaseException | None) -> list[str]:
 
     visit(exc)
     return found
+
+
+def denial_text(exc: BaseException, *, log: bool = True) -> str:
+    """What a model may be told about ``exc``: the first line of each refusal behind it.
+
+    A refusal's message ends with a hint for the developer (``Add `expose-ro=~/.ssh` to the
+    rule file``); an agent misled by a prompt injection that reads it learns how to widen its
+    own box. Only the first line of each denial is kept (``RuleFileNotFoundError: Access to
+    '/root/.ssh/id_rsa' must be accepted by a rule.``), one per line, innermost first. An
+    exception that is no refusal gives its type and the first line of its message. With
+    ``log`` (the default) the full messages, hints included, go to the ``Pysandboxes`` logger
+    as a WARNING, for the developer.
+    """
+    denials = sandbox_denials(exc)
+    if not denials:
+        text = str(exc)
+        denials = [f"{type(exc).__name__}: {text}" if text else type(exc).__name__]
+    if log:
+        import logging
+
+        logging.getLogger("Pysandboxes").warning("refused: %s", "\n".join(denials))
+    return "\n".join(d.partition("\n")[0].rstrip() for d in denials)
 
 
 def __getattr__(name: str) -> object:
