@@ -8,6 +8,7 @@ streams what it needed to the host, which writes the rules when the block ends.
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -205,7 +206,9 @@ def test_lock_names_the_code_that_asked(project: Project, home: Path) -> None:
     )
 
 
-def _run(project: Project, home: Path, script: str, *args: str, bytecode: bool = False) -> Outcome:
+def _run(
+    project: Project, home: Path, script: str, *args: str, bytecode: bool = False, stdin: int | None = None
+) -> Outcome:
     """``python SCRIPT ARGS`` in the project, with a home of its own and TOOL_VAR set; no
     ``__pycache__`` written unless ``bytecode`` (see the bytecode test)."""
     extra = {} if bytecode else {"PYTHONDONTWRITEBYTECODE": "1"}
@@ -213,9 +216,42 @@ def _run(project: Project, home: Path, script: str, *args: str, bytecode: bool =
         [sys.executable, script, *args],
         cwd=project.root,
         env=project.environ(HOME=str(home), TOOL_VAR="v", **extra),
-        stdin=subprocess.DEVNULL,
+        stdin=subprocess.DEVNULL if stdin is None else stdin,
         capture_output=True,
         text=True,
         timeout=RUN_TIMEOUT,
     )
     return Outcome(done.returncode, done.stdout, done.stderr)
+
+
+def test_a_missing_rule_file_without_a_terminal_refuses_to_learn(project: Project, home: Path) -> None:
+    setup(project, "")
+    outcome = _run(project, home, "host.py")
+    assert (outcome.returncode, outcome.stdout) == (1, "")
+    assert outcome.stderr.splitlines()[-2:] == [
+        f"pysandboxes.errors.SandBoxError: No rule file at {project.root / RULES}: partial mode learns, "
+        "with no OS boundary, and every access of the sandboxed functions becomes a rule; refused "
+        "without a terminal.",
+        f"Create the rule file (`pysandboxes init {project.root / RULES}`), or ask for learning: "
+        "sandboxes(learn=True).",
+    ]
+    assert not (project.root / RULES).exists()
+
+
+def test_a_missing_rule_file_on_a_terminal_learns_and_says_so(project: Project, home: Path) -> None:
+    import pty
+
+    setup(project, "")
+    leader, follower = pty.openpty()
+    try:
+        outcome = _run(project, home, "host.py", stdin=follower)
+    finally:
+        os.close(leader)
+        os.close(follower)
+    assert (outcome.returncode, outcome.lines) == (0, ["Point 6"]), outcome
+    assert outcome.stderr.splitlines()[:2] == [  # the WARNING (logging unconfigured), the banner
+        f"no rule file at {project.root / RULES}: partial mode learns, with no OS boundary, "
+        "and every access of the sandboxed functions becomes a rule",
+        BANNER.format(target=project.root / RULES),
+    ]
+    assert "remote-result-mode=objects" in (project.root / RULES).read_text()

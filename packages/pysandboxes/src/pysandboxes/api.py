@@ -155,10 +155,14 @@ def _join(block: sandboxes) -> _Session:
                 )
             session.count += 1
             return session
+        implicit = not block.learn and not any(key == "learn" for key, _ in rules)
+        implicit = implicit and not os.path.lexists(rule_file)
         policy = load_policy(
             rule_file, extra_rules=rules, environ=block.envs, cwd=cwd, missing_file="learn", extra_source=CODE
         )
         learning = None
+        if policy.learning and implicit:
+            _refuse_silent_learning(rule_file)
         if policy.learning:  # no OS boundary: the child records instead of refusing
             from .learning import PartialLearning
 
@@ -202,6 +206,31 @@ def _join(block: sandboxes) -> _Session:
         _Session.current = session
         _register_exit()
         return session
+
+
+def _refuse_silent_learning(rule_file: str) -> None:
+    """A missing rule file makes ``sandboxes()`` learn: every access of the sandboxed functions
+    is granted and written down. On a terminal that is the first-run workflow, said loudly; in
+    a server (an MCP host hides stderr) a model's calls would become rights nobody asked for,
+    so without a terminal it is an error unless ``learn=`` asks for it."""
+    import logging
+
+    message = (
+        f"no rule file at {rule_file}: partial mode learns, with no OS boundary, and every "
+        "access of the sandboxed functions becomes a rule"
+    )
+    logging.getLogger("Pysandboxes").warning(message)
+    stdin = sys.stdin
+    try:
+        interactive = stdin is not None and stdin.isatty()
+    except (OSError, ValueError):
+        interactive = False
+    if not interactive:
+        raise SandBoxError(
+            f"{message[0].upper()}{message[1:]}; refused without a terminal.\n"
+            f"Create the rule file (`pysandboxes init {rule_file}`), or ask for learning: "
+            "sandboxes(learn=True)."
+        )
 
 
 def _leave(session: _Session) -> None:
