@@ -37,6 +37,15 @@ value decides the rest (CPython 3.11, checked with an audit hook):
 
 ``tests/guards/test_value_confusion.py`` tries each lie (a lying ``__mro__``, a stateful
 ``__fspath__``) on every call, next to the same call with a plain value.
+
+**The rule files are protected by path.** A write to a rule file, an include (present or
+absent) or the learning output is refused, and so is any change of a directory on the path to
+one (rename, replace, remove, a link or symlink put there, ``shutil.rmtree`` of a tree holding
+one, checked before it deletes anything): renaming the directory would move the file and let a
+new one take its place. Opening an existing directory for writing is not such a change: the
+kernel refuses it (``EISDIR``), or, with ``O_TMPFILE``, creates an anonymous file that has no
+name until a ``linkat`` (``os.link``, judged by its destination); so ``tempfile.TemporaryFile
+(dir=D)`` works in an ``expose-rw=`` directory holding the rule file.
 """
 
 from __future__ import annotations
@@ -63,7 +72,7 @@ class FileGuard(Record):
     """The sealed functions of the file guard (built once per run by :func:`build`)."""
 
     __slots__ = ("check", "exact", "fd", "handlers", "resolve", "sqlite_authorizer")
-    #: check(path, write, follow=True, dir_fd=None, metadata=False) -> None, raises the refusal
+    #: check(path, write, follow=True, dir_fd=None, metadata=False, op="") -> None, raises the refusal
     check: Callable[..., None]
     resolve: Callable[..., tuple[str, bool]]
     #: audit event -> sealed handler(args)
@@ -100,11 +109,19 @@ def _holder(real, _protected_dirs=None):  # type: ignore[no-untyped-def]
     return None
 
 
+def _is_directory(real, _stat=None, _OSError=None, _S_IFMT=0o170000, _S_IFDIR=0o040000):  # type: ignore[no-untyped-def]
+    try:
+        return _stat(real).st_mode & _S_IFMT == _S_IFDIR
+    except _OSError:
+        return False
+
+
 def _decide(  # type: ignore[no-untyped-def]
     path,
     write,
     follow=True,
     metadata=False,
+    op="",
     _resolve=None,
     _metadata_ok=None,
     _find=None,
@@ -112,12 +129,27 @@ def _decide(  # type: ignore[no-untyped-def]
     _ignores=None,
     _protected=None,
     _holder=None,
+    _is_directory=None,
     _NotFound=None,
     _Denied=None,
     _len=None,
 ):
-    """``(volatile, refusal class or None, message)`` for an absolute path (see ``paths.py``)."""
+    """``(volatile, refusal class or None, message)`` for an absolute path (see ``paths.py``).
+
+    ``op``: ``"open"``, the ``open`` event, where writing to an existing directory changes
+    nothing in it (the kernel refuses it, or ``O_TMPFILE`` makes an anonymous file);
+    ``"tree"``, a whole tree about to be removed: only the protected paths are judged (each
+    removal is judged again)."""
     real, volatile = _resolve(path, follow)
+    if op == "tree":
+        held = real if real in _protected else _holder(real)
+        if held is None:
+            return (volatile, None, "")
+        return (
+            volatile,
+            _Denied,
+            f"Cannot remove '{real}': it holds '{held}', part of the active sandbox configuration.",
+        )
     if metadata and real in _metadata_ok:
         return (volatile, None, "")
     exposure = _exposure_of(real)
@@ -155,7 +187,7 @@ def _decide(  # type: ignore[no-untyped-def]
                 f"Cannot write to '{real}': it is part of the active sandbox configuration.",
             )
         held = _holder(real)
-        if held is not None:
+        if held is not None and not (op == "open" and _is_directory(real)):
             return (
                 volatile,
                 _Denied,
@@ -249,6 +281,7 @@ def _check(  # type: ignore[no-untyped-def]
     follow=True,
     dir_fd=None,
     metadata=False,
+    op="",
     _decide=None,
     _remembered=None,
     _getcwd=None,
@@ -296,9 +329,9 @@ def _check(  # type: ignore[no-untyped-def]
         else:
             base = _getcwd()
         path = base + "/" + path
-    volatile, refusal, message = _remembered(path, write, follow, metadata)
+    volatile, refusal, message = _remembered(path, write, follow, metadata, op)
     if volatile:
-        volatile, refusal, message = _decide(path, write, follow, metadata)
+        volatile, refusal, message = _decide(path, write, follow, metadata, op)
     if refusal is not None:
         if _learn is not None and _learn(path, write, message):
             return
@@ -307,7 +340,7 @@ def _check(  # type: ignore[no-untyped-def]
 
 def _on_open(args, _check=None, _write_flags=None):  # type: ignore[no-untyped-def]
     path, _mode, flags = args
-    _check(path, flags & _write_flags != 0)
+    _check(path, flags & _write_flags != 0, True, None, False, "open")
 
 
 def _on_read(args, _check=None):  # type: ignore[no-untyped-def]
@@ -322,6 +355,12 @@ def _on_walk(args, _check=None, _once=None):  # type: ignore[no-untyped-def]
     it makes). Its value is the program's object, converted here; each listing is judged again."""
     path = args[0]
     _check("." if path is None else _once(path), False)
+
+
+def _on_tree(args, _check=None, _once=None, _fd_once=None):  # type: ignore[no-untyped-def]
+    """shutil.rmtree(path, dir_fd): a tree holding a protected path is refused before anything
+    in it is deleted; every removal is judged again."""
+    _check(_once(args[0]), True, False, _fd_once(args[1]), False, "tree")
 
 
 def _on_change(args, _check=None, _follow=True, _fd_index=-1):  # type: ignore[no-untyped-def]
@@ -455,6 +494,9 @@ def build(
         _ignores=ignores,
         _protected=protected,
         _holder=seal(_holder, _protected_dirs=tuple(sorted(protected))),
+        _is_directory=seal(
+            _is_directory, _stat=posix.stat, _OSError=OSError, _S_IFMT=0o170000, _S_IFDIR=0o040000
+        ),
         _NotFound=RuleFileNotFoundError,
         _Denied=RulePermissionError,
         _len=len,
@@ -533,6 +575,7 @@ def build(
         "os.rename": seal(_on_two, _check=check),
         "os.link": seal(_on_two, _check=check),
         "os.symlink": seal(_on_symlink, _check=check),
+        "shutil.rmtree": seal(_on_tree, _check=check, _once=once, _fd_once=fd_once),
         "sqlite3.connect": seal(_on_sqlite, _check=check, _path=sqlite_path),
     }
     authorizer = seal(
