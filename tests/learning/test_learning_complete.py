@@ -592,6 +592,17 @@ def test_a_name_that_did_not_resolve_is_not_granted(learn: Learn) -> None:
     assert not [line for line in learn.block("network") if line.startswith("net=")]
 
 
+@pytest.mark.parametrize("call", ["getaddrinfo(NAME, 80)", "gethostbyname(NAME)"])
+def test_a_lookup_is_learned_whichever_function_makes_it(learn: Learn, call: str) -> None:
+    # gethostbyname's audit event carries the name only (getaddrinfo's: the name and the port)
+    learn.write(
+        "app.py",
+        f"import socket\nNAME = 'nothing-here.invalid'\ntry:\n    socket.{call}\nexcept OSError as exc:\n    print(type(exc).__name__)\n",
+    )
+    outcome = learn.run("--learn", "app.py", prefix=["unshare", "--user", "--map-root-user", "--net"])
+    assert outcome.lines == ["gaierror"]
+
+
 @pytest.mark.parametrize("scan", ["os.environ.copy()", "list(os.environ.items())", "dict(os.environ)"])
 def test_a_scan_of_the_environment_grants_nothing(learn: Learn, scan: str) -> None:
     learn.write("app.py", f"import os\nprint(len({scan}) > 0)\n")

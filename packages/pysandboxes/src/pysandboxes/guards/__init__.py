@@ -6,6 +6,11 @@ copies of builtin modules, C base classes and rewritten module globals do not sw
 Calls that raise no audit event (``os.stat``, ``os.setuid``, ``Thread.start``,
 ``pickle.loads``…) and the program's imports of modules already loaded are handled by
 wrappers: they stop misused legitimate code, and the OS provider stops hostile code.
+
+Sealing protects the guards' own state; the *values* they judge come from the program and are
+never asked what they are (a class answers with its own code): each guard classifies them by
+exact type and judges the value C uses, and a wrapper hands C the very value it judged (see
+``files.py`` and ``network.py``).
 """
 
 from __future__ import annotations
@@ -136,13 +141,13 @@ def prepare(
     refuse, api_handlers = api_guard.build(policy, library, denied, allow_dynamic=interactive)
     table: dict[str, Callable[[tuple[Any, ...]], None]] = {}
     table.update(files.handlers)
-    net_handlers, judge_listen = net_guard.build(
+    network = net_guard.build(
         policy,
         files.check,
         learn=learner.connection if learner is not None else None,
         learn_lookup=learner.lookup if learner is not None else None,
     )
-    table.update(net_handlers)
+    table.update(network.handlers)
     if learner is not None:  # imports and sensitive calls: recorded where they are refused
         import_handlers = {event: _learning(h, learner) for event, h in import_handlers.items()}
         api_handlers = {event: _learning(h, learner) for event, h in api_handlers.items()}
@@ -171,11 +176,10 @@ def prepare(
             raise SandBoxError("the sandbox's guards are already armed in this process")
         _install_wrappers(
             denied,
-            files.check,
+            files,
             import_check,
             refuse,
-            judge_listen,
-            files.sqlite_authorizer,
+            network,
             library,
             allow_dynamic=interactive,
             learning=learner is not None,
@@ -194,11 +198,10 @@ def prepare(
 
 def _install_wrappers(
     denied: Mapping[str, str],
-    check_file: Callable[..., None],
+    files: file_guard.FileGuard,
     check_import: Callable[[tuple[Any, ...]], None],
     refuse: Callable[[str], None],
-    judge_listen: Callable[[Any], None],
-    sqlite_authorizer: Callable[..., int],
+    network: net_guard.NetworkGuard,
     library: tuple[str, ...],
     *,
     allow_dynamic: bool = False,
@@ -209,7 +212,7 @@ def _install_wrappers(
     import os
     import posix
 
-    for name, wrapper in file_guard.metadata_wrappers(check_file).items():
+    for name, wrapper in file_guard.metadata_wrappers(files).items():
         for module in (os, posix):
             if hasattr(module, name):
                 setattr(module, name, wrapper)
@@ -222,8 +225,8 @@ def _install_wrappers(
     for module_name, attribute, function in api_guard.WRAPPED:
         if function in denied:
             patches.append((module_name, _refusing_patch(attribute, function, refuse, learning)))
-    patches.append(("socket", _listen_patch(judge_listen)))
-    patches.append(("sqlite3", _sqlite_patch(sqlite_authorizer)))
+    patches.append(("socket", _socket_patch(network)))
+    patches.append(("sqlite3", _sqlite_patch(files)))
     pending: dict[str, list[Callable[[Any], None]]] = {}
     for module_name, patch in patches:
         loaded = sys.modules.get(module_name)
@@ -287,32 +290,75 @@ def _get(module: Any, attribute: str) -> Any:
     return owner
 
 
-def _listen_patch(judge_listen: Callable[[Any], None]) -> Callable[[Any], None]:
-    """``listen()`` on a socket never bound raises no audit event (and Landlock has no listen
-    right): the kernel binds it to a random port of every interface. Judge it as that bind."""
+def _socket_patch(network: net_guard.NetworkGuard) -> Callable[[Any], None]:
+    """``socket.socket``'s methods that take an address, in front of the C ones.
+
+    ``listen()`` on a socket never bound raises no audit event (and Landlock has no listen
+    right): the kernel binds it to a random port of every interface; it is judged as that
+    bind. ``connect``, ``connect_ex``, ``bind``, ``sendto`` and ``sendmsg`` resolve a host name
+    in C *before* the event: the address is judged first (a name no rule pins never reaches
+    the resolver) and C gets the exact values judged (``network.before_resolution``)."""
+    judge_listen, before = network.judge_listen, network.before_resolution
 
     def patch(module: Any) -> None:
-        original = module.socket.listen
+        cls = module.socket
+        listen_original = cls.listen
+        connect_original, connect_ex_original = cls.connect, cls.connect_ex
+        bind_original, sendto_original, sendmsg_original = cls.bind, cls.sendto, cls.sendmsg
 
         def listen(self: Any, *args: Any) -> Any:
             judge_listen(self)
-            return original(self, *args)
+            return listen_original(self, *args)
 
-        listen.__doc__ = original.__doc__
-        listen.__qualname__ = "socket.listen"
-        module.socket.listen = listen
+        def connect(self: Any, address: Any) -> Any:
+            return connect_original(self, before(self, address))
+
+        def connect_ex(self: Any, address: Any) -> Any:
+            return connect_ex_original(self, before(self, address))
+
+        def bind(self: Any, address: Any) -> Any:
+            return bind_original(self, before(self, address))
+
+        def sendto(self: Any, data: Any, *args: Any) -> Any:
+            if args:  # sendto(data, address) or sendto(data, flags, address)
+                args = (*args[:-1], before(self, args[-1]))
+            return sendto_original(self, data, *args)
+
+        def sendmsg(self: Any, buffers: Any, *args: Any) -> Any:
+            if len(args) >= 3:  # sendmsg(buffers, ancdata, flags, address)
+                args = (*args[:2], before(self, args[2]), *args[3:])
+            return sendmsg_original(self, buffers, *args)
+
+        for name, wrapper, original in (
+            ("listen", listen, listen_original),
+            ("connect", connect, connect_original),
+            ("connect_ex", connect_ex, connect_ex_original),
+            ("bind", bind, bind_original),
+            ("sendto", sendto, sendto_original),
+            ("sendmsg", sendmsg, sendmsg_original),
+        ):
+            wrapper.__doc__ = original.__doc__
+            wrapper.__qualname__ = f"socket.{name}"
+            setattr(cls, name, wrapper)
 
     return patch
 
 
-def _sqlite_patch(authorizer: Callable[..., int]) -> Callable[[Any], None]:
+def _sqlite_patch(files: file_guard.FileGuard) -> Callable[[Any], None]:
     """SQL opens files itself (``ATTACH``, ``VACUUM INTO``) without an audit event: every
-    connection made through ``sqlite3.connect`` gets an authorizer that judges them."""
+    connection made through ``sqlite3.connect`` gets an authorizer that judges them. The
+    database name is converted once here (``pathlib.Path`` included): the event, raised before
+    sqlite3 converts it, then holds the exact value C opens."""
+    authorizer, exact = files.sqlite_authorizer, files.exact
 
     def patch(module: Any) -> None:
         original = module.connect
 
         def connect(*args: Any, **kwargs: Any) -> Any:
+            if args:
+                args = (exact(args[0]), *args[1:])
+            elif "database" in kwargs:
+                kwargs["database"] = exact(kwargs["database"])
             connection = original(*args, **kwargs)
             connection.set_authorizer(authorizer)
             return connection
@@ -380,7 +426,8 @@ def _dynamic_code_wrapper(
 
     def from_library(frame: Any) -> bool:
         filename = frame.f_code.co_filename
-        return isinstance(filename, str) and (filename.startswith(library) or filename.startswith("<frozen "))
+        # exact type: a str subclass (compile() keeps one as co_filename) answers startswith itself
+        return type(filename) is str and (filename.startswith(library) or filename.startswith("<frozen "))
 
     def eval_guard() -> tuple[Any, Any] | None:
         """The engine and the default profile; None: no profile, and ``refuse`` let the call

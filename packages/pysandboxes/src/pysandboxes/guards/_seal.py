@@ -18,6 +18,11 @@ switches the guard off. Here every function the audit hook runs is *sealed*:
 
 So even a frame of the guard reached through a traceback shows only values that cannot be
 changed. ``tests/guards/test_sealed.py`` checks the bytecode of every sealed function.
+
+A sealed function must not ask the program's objects about themselves either: ``x.__mro__``,
+``isinstance``, ``str(x)`` and operators on a program's object run the program's code, inside
+the guard. Bind the builtin's own methods (``str.__str__``, ``int.__index__``…) and ``type``,
+and compare with ``type(x) is str`` (``files.py`` gives the attack and the rule).
 """
 
 from __future__ import annotations
