@@ -29,6 +29,7 @@ demo: $(STAMP)
 
 test: $(STAMP)
 	@bash scripts/system-packages.sh
+	UV="$(UV)" bash scripts/framework-envs.sh
 	$(UV) run --locked --no-sync pytest -q
 
 lint: $(STAMP)
