@@ -1,12 +1,14 @@
 """What rewritten code calls while it runs: budget ticks, the sticky interrupt, attribute and
 size checks, and the builtins an evaluation sees.
 
-Every helper is made from a template below by :func:`bind`: a fresh function over globals
-whose ``__builtins__`` is empty, its state (the evaluation's budget list, the profile's
-decisions, the C functions it uses) bound as positional defaults. A helper reached by
-evaluated code would show nothing it can use: its ``__defaults__``, ``__globals__`` and
-``__closure__`` are attributes no rule grants (``vocab.ALWAYS_DENIED_ATTRIBUTES``), and the
-helpers' names (``@tick``…) cannot be written in source.
+Every helper is made from a template below by :func:`prebind` (once per profile, with the
+profile's decisions and the C functions it uses) and the maker it returns (per run, with the
+evaluation's budget list): a fresh function over globals whose ``__builtins__`` is empty, its
+state bound as positional defaults. A run makes only the helpers its code uses. A helper
+reached by evaluated code would show nothing it can use: its ``__defaults__``,
+``__globals__`` and ``__closure__`` are attributes no rule grants
+(``vocab.ALWAYS_DENIED_ATTRIBUTES``), and the helpers' names (``@tick``…) cannot be written
+in source.
 
 The budget list of one evaluation (``state``)::
 
