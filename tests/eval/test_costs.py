@@ -267,3 +267,40 @@ def test_str_format_with_many_fields_is_refused(profile: Any, run: Any) -> None:
         run(rules, "('{0}' * 20_000).format(x)", dict(namespace), "eval")
     assert REFUSAL.fullmatch(str(info.value))
     assert "`str.format()` of 20000 fields with integers of up to 13288 bits" in str(info.value)
+
+
+# -- a count is judged once --------------------------------------------------------------------
+
+
+class Flip:
+    """An ``__index__`` that answers ``first`` once, then ``then``."""
+
+    def __init__(self, first: int, then: int) -> None:
+        self.answers = [first]
+        self.then = then
+
+    def __index__(self) -> int:
+        return self.answers.pop() if self.answers else self.then
+
+
+@pytest.mark.parametrize(
+    "source", ["import operator\nr = operator.mul(s, n)", "r = s.__mul__(n)", "r = str.__mul__(s, n)"]
+)
+def test_a_repetition_count_is_judged_once(profile: Any, run: Any, source: str) -> None:
+    rules = profile(SLOW)
+    namespace: dict[str, Any] = {"s": "ab", "n": 3}
+    run(rules, source, namespace, "exec")
+    assert namespace["r"] == "ababab"
+    namespace = {"s": "ab", "n": Flip(1, 10**7)}  # 20 MB the second time, past eval-max-alloc
+    run(rules, source, namespace, "exec")
+    assert namespace["r"] == "ab"
+
+
+def test_the_digits_of_round_are_judged_once(profile: Any, run: Any) -> None:
+    rules = profile(SLOW)
+    namespace: dict[str, Any] = {"n": -1}
+    run(rules, "r = round(15, n)", namespace, "exec")
+    assert namespace["r"] == 20
+    namespace = {"n": Flip(-1, -(10**6))}  # 10**1000000 the second time
+    run(rules, "r = round(15, n)", namespace, "exec")
+    assert namespace["r"] == 20

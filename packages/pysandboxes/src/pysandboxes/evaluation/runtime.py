@@ -944,13 +944,37 @@ LOG10_2 = math.log10(2)
 _UNBOUND = object()
 
 
+def _judged(kind: str, operands: tuple[Any, ...]) -> tuple[Any, ...]:
+    """The operands with a count (``'ab' * n``) or a number of digits (``round(x, n)``) turned
+    into an int once: the check and the call then see the same value, whatever ``__index__``
+    answers the second time."""
+    if len(operands) < 2:
+        return operands
+    a, b = operands[0], operands[1]
+    if kind == "mul":
+        if isinstance(a, _SEQUENCES) and not isinstance(b, int):
+            b = _index_or_same(b)
+        elif isinstance(b, _SEQUENCES) and not isinstance(a, int):
+            a = _index_or_same(a)
+    elif kind == "round" and b is not None and not isinstance(b, int):
+        b = _index_or_same(b)
+    return (a, b, *operands[2:])
+
+
+def _index_or_same(value: Any) -> Any:
+    try:
+        return operator.index(value)
+    except TypeError:
+        return value  # the operation's own error
+
+
 def _wrap_method(method: Any, checks: dict[str, Any], kind: str, reflected: bool, owner: Any) -> Any:
     """``int.__mul__`` (``owner`` is ``_UNBOUND``) or ``(5).__mul__``, checked as ``*`` is."""
     check = checks[kind]
     powmod = checks["powmod"]
 
     def checked(*args: Any) -> Any:
-        full = args if owner is _UNBOUND else (owner, *args)
+        full = _judged(kind, args if owner is _UNBOUND else (owner, *args))
         if kind == "round":
             if full:
                 check(full[0], full[1] if len(full) > 1 else None)
@@ -960,7 +984,7 @@ def _wrap_method(method: Any, checks: dict[str, Any], kind: str, reflected: bool
                 powmod(a, b, full[2])
             else:
                 check(a, b)
-        return method(*args)
+        return method(*(full if owner is _UNBOUND else full[1:]))
 
     checked.__name__ = checked.__qualname__ = getattr(method, "__name__", kind)
     return checked
@@ -972,6 +996,7 @@ def _wrap_function(kind: str, function: Any, checks: dict[str, Any], rules: Comp
         check = checks[kind]
 
         def operation(*args: Any) -> Any:
+            args = _judged(kind, args)
             if len(args) == 2:
                 check(args[0], args[1])
             return function(*args)
@@ -1177,6 +1202,7 @@ def _stateful_shims(rules: Compiled, made: dict[str, Any]) -> dict[str, Any]:
         return real_divmod(a, b)
 
     def round_(number: Any, ndigits: Any = None) -> Any:
+        number, ndigits = _judged("round", (number, ndigits))
         round_check(number, ndigits)
         return real_round(number, ndigits)
 
