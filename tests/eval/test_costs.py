@@ -196,6 +196,22 @@ def test_calculator_use_is_not_refused(profile: Any, run: Any, source: str) -> N
     assert run(profile(CALCULATOR), source) == eval(source)
 
 
+@pytest.mark.parametrize(
+    "source",
+    [
+        "import math\nr = math.comb(10**400, 2)",
+        "import math\nr = math.perm(10**6, 10**7)",
+        "import math\nr = math.gcd(10**4000, 6**3000)",
+        "import math\nr = math.isqrt(10**4000)",
+        "r = pow(7, 10**100, 2**521 - 1)",
+    ],
+)
+def test_cheap_calls_on_big_arguments_are_not_refused(profile: Any, run: Any, source: str) -> None:
+    namespace: dict[str, Any] = {}
+    run(profile(SLOW), source, namespace, "exec")
+    assert namespace["r"] == plain(source, {})
+
+
 def test_a_factorial_loop_of_modest_size_runs(profile: Any, run: Any) -> None:
     namespace: dict[str, Any] = {}
     run(profile(SLOW), "r = 1\nfor i in range(1, 3001):\n    r *= i", namespace, "exec")

@@ -129,12 +129,11 @@ def factorial_bits(n: int) -> float:
 
 
 def perm_bits(n: int, k: int) -> float:
-    """The bits of ``n! / (n - k)!``."""
-    if k <= 0 or n <= 0:
+    """The bits of ``n! / (n - k)!`` (0 when ``k > n``: CPython answers 0 at once)."""
+    if k <= 0 or n <= 0 or k > n:
         return 1.0
-    k = min(k, n)
-    if n.bit_length() > 1000:
-        return math.inf
+    if n.bit_length() > 1000:  # beyond lgamma: at most k factors of n's size
+        return float(k * n.bit_length()) if k.bit_length() < 1000 else math.inf
     return (math.lgamma(n + 1) - math.lgamma(n - k + 1)) / math.log(2)
 
 
