@@ -119,6 +119,30 @@ def modular_power(n: int, e: int, m: int) -> float:
     return divide(n, m) + max(e, 1) * step
 
 
+def result_bits(op: str, n: int, m: int) -> int:
+    """The bits an integer operator makes from operands of ``n`` and ``m`` bits (``m``: the
+    exponent of ``**``, the shift of ``<<``); a division makes no more than it has."""
+    if op == "*":
+        return n + m if n and m else 0
+    if op == "**":
+        return power_bits(n, m)
+    if op == "<<":
+        return n + m
+    return 0
+
+
+def operator(op: str, n: int, m: int, two: bool = False) -> float:
+    """The seconds of an integer operator (``*``, ``**``, ``<<``, a division), or 0.0 when it
+    is too small to be worth the clock. Call only after ``result_bits`` was found bounded."""
+    if op == "*":
+        return multiply(n, m) if n + m > SMALL_BITS else 0.0
+    if op == "**":
+        return power(n, m, two) if power_bits(n, m) > SMALL_BITS else 0.0
+    if op == "<<":
+        return linear(n + m) if n + m > LARGE_RESULT_BITS else 0.0
+    return divide(n, m) if n > SMALL_BITS else 0.0
+
+
 def factorial_bits(n: int) -> float:
     """The bits of ``n!`` (a float: ``inf`` beyond what a float holds)."""
     if n < 2:

@@ -281,8 +281,9 @@ def _fn(f, _enter=None, _leave=None):  # type: ignore[no-untyped-def]
 # An operation on big integers runs in C, where no tick reaches: ``_afford`` refuses it before
 # it starts when its estimated time (``cost.py``, from bit lengths: ``int.bit_length`` is
 # called unbound, so a subclass cannot lie about its size) exceeds what is left of the
-# timeout. Operands smaller than ``_small`` bits in all skip the estimate and the clock. A
-# template bound with ``_op=_ignore`` only checks: it guards a method or a function that does
+# timeout. Operands smaller than ``_gate`` bits in all skip ``_big``, and ``_big`` reads the
+# clock only when ``cost.operator`` finds them worth it. A template bound with
+# ``_op=_ignore`` only checks: it guards a method or a function that does
 # the operation itself (``int.__mul__``, ``operator.mul``).
 
 
@@ -315,6 +316,23 @@ def _afford(  # type: ignore[no-untyped-def]
         raise _Interrupted(message, "timeout")
 
 
+def _big(op, n, m, two=False, _limit=0, _fire=None, _m="", _afford=None, _result=None, _seconds=None):  # type: ignore[no-untyped-def]
+    # an integer operator whose operands passed the gate: what it makes, then what it costs
+    if _result(op, n, m) > 8 * _limit:
+        _fire(_m, "alloc")
+    seconds = _seconds(op, n, m, two)
+    if seconds:
+        _afford(seconds, op, (n, m))
+
+
+def _grow(total, _limit=0, _large=0, _fire=None, _m="", _afford=None, _cost=None):  # type: ignore[no-untyped-def]
+    # a sequence repeated or concatenated into ``total`` bytes
+    if total > _limit:
+        _fire(_m, "alloc")
+    if total > _large:
+        _afford(_cost(total), "bytes", (total,))
+
+
 def _unit(seq, _isinstance=None, _texts=None):  # type: ignore[no-untyped-def]
     return 1 if _isinstance(seq, _texts) else 8
 
@@ -325,29 +343,20 @@ def _mul(  # type: ignore[no-untyped-def]
     _isinstance=None,
     _int=None,
     _bits=None,
-    _small=0,
     _gate=0,
+    _big=None,
     _seqs=None,
     _index=None,
     _len=None,
     _unit=None,
-    _limit=0,
-    _large=0,
-    _fire=None,
-    _m="",
-    _afford=None,
-    _cost=None,
-    _bytes_cost=None,
+    _grow=None,
     _op=None,
 ):  # type: ignore[no-untyped-def]
     if _isinstance(a, _int) and _isinstance(b, _int):
         n = _bits(a)
         m = _bits(b)
         if n + m > _gate:
-            if n and m and n + m > 8 * _limit:
-                _fire(_m, "alloc")
-            if n + m > _small:
-                _afford(_cost(n, m), "*", (n, m))
+            _big("*", n, m)
         return _op(a, b)
     if _isinstance(a, _seqs) or _isinstance(b, _seqs):
         first = _isinstance(a, _seqs)
@@ -357,98 +366,39 @@ def _mul(  # type: ignore[no-untyped-def]
         except TypeError:
             return _op(a, b)  # the operator's own error
         if n > 0:
-            total = _len(seq) * n * _unit(seq)
-            if total > _limit:
-                _fire(_m, "alloc")
-            if total > _large:
-                _afford(_bytes_cost(total), "bytes", (total,))
+            _grow(_len(seq) * n * _unit(seq))
         return _op(seq, n) if first else _op(n, seq)
     return _op(a, b)
 
 
-def _pow(  # type: ignore[no-untyped-def]
-    a,
-    b,
-    _isinstance=None,
-    _int=None,
-    _bits=None,
-    _gate=0,
-    _small=0,
-    _limit=0,
-    _fire=None,
-    _m="",
-    _afford=None,
-    _cost=None,
-    _op=None,
-):  # type: ignore[no-untyped-def]
+def _pow(a, b, _isinstance=None, _int=None, _bits=None, _gate=0, _big=None, _op=None):  # type: ignore[no-untyped-def]
     if _isinstance(a, _int) and _isinstance(b, _int) and b > 0 and (a > 1 or a < -1):
         n = _bits(a)
         if n * b > _gate:
-            if n * b > 8 * _limit:
-                _fire(_m, "alloc")
-            if n * b > _small:
-                magnitude = a if a > 0 else -a
-                _afford(_cost(n, b, not magnitude & (magnitude - 1)), "**", (n, b))
+            magnitude = a if a > 0 else -a
+            _big("**", n, b, not magnitude & (magnitude - 1))
     return _op(a, b)
 
 
-def _lshift(  # type: ignore[no-untyped-def]
-    a,
-    b,
-    _isinstance=None,
-    _int=None,
-    _bits=None,
-    _gate=0,
-    _large=0,
-    _limit=0,
-    _fire=None,
-    _m="",
-    _afford=None,
-    _cost=None,
-    _op=None,
-):  # type: ignore[no-untyped-def]
+def _lshift(a, b, _isinstance=None, _int=None, _bits=None, _gate=0, _big=None, _op=None):  # type: ignore[no-untyped-def]
     if _isinstance(a, _int) and _isinstance(b, _int) and a and b > 0:
         n = _bits(a)
         if n + b > _gate:
-            if n + b > 8 * _limit:
-                _fire(_m, "alloc")
-            if n + b > _large:
-                _afford(_cost(n + b), "<<", (n, b))
+            _big("<<", n, b)
     return _op(a, b)
 
 
-def _add(  # type: ignore[no-untyped-def]
-    a,
-    b,
-    _isinstance=None,
-    _seqs=None,
-    _len=None,
-    _unit=None,
-    _limit=0,
-    _large=0,
-    _fire=None,
-    _m="",
-    _afford=None,
-    _bytes_cost=None,
-    _op=None,
-):  # type: ignore[no-untyped-def]
+def _add(a, b, _isinstance=None, _seqs=None, _len=None, _unit=None, _grow=None, _op=None):  # type: ignore[no-untyped-def]
     if _isinstance(a, _seqs) and _isinstance(b, _seqs):
-        total = (_len(a) + _len(b)) * _unit(a)
-        if total > _limit:
-            _fire(_m, "alloc")
-        if total > _large:
-            _afford(_bytes_cost(total), "bytes", (total,))
+        _grow((_len(a) + _len(b)) * _unit(a))
     return _op(a, b)
 
 
-def _floordiv(  # type: ignore[no-untyped-def]
-    a, b, _isinstance=None, _int=None, _bits=None, _small=0, _afford=None, _cost=None, _symbol="", _op=None
-):  # type: ignore[no-untyped-def]
+def _floordiv(a, b, _isinstance=None, _int=None, _bits=None, _gate=0, _big=None, _symbol="", _op=None):  # type: ignore[no-untyped-def]
     if _isinstance(a, _int) and _isinstance(b, _int):
         n = _bits(a)
-        if n > _small:
-            m = _bits(b)
-            _afford(_cost(n, m), _symbol, (n, m))
+        if n > _gate:
+            _big(_symbol, n, _bits(b))
     return _op(a, b)
 
 
@@ -460,7 +410,8 @@ def _mod(  # type: ignore[no-untyped-def]
     _str=None,
     _int=None,
     _bits=None,
-    _small=0,
+    _gate=0,
+    _big=None,
     _tuple=None,
     _numbers=None,
     _len=None,
@@ -468,15 +419,13 @@ def _mod(  # type: ignore[no-untyped-def]
     _fire=None,
     _m="",
     _afford=None,
-    _cost=None,
     _conversions=None,
     _op=None,
 ):  # type: ignore[no-untyped-def]
     if _isinstance(a, _int) and _isinstance(b, _int):
         n = _bits(a)
-        if n > _small:
-            m = _bits(b)
-            _afford(_cost(n, m), "%", (n, m))
+        if n > _gate:
+            _big("%", n, _bits(b))
         return _op(a, b)
     if _isinstance(a, _texts):
         template = a if _isinstance(a, _str) else a.decode("latin-1")
@@ -1356,9 +1305,12 @@ def _makers(rules: Compiled, rt: _Runtime) -> dict[str, Callable[..., Any]]:
     m = rt.messages
     sizes = {"_limit": p.max_alloc, "_m": m["alloc"]}
     unit = bind(_unit, _isinstance=isinstance, _texts=_TEXTS)
-    ints = {"_isinstance": isinstance, "_int": int, "_bits": int.bit_length, "_small": cost.SMALL_BITS}
-    gate = {"_gate": min(cost.SMALL_BITS, 8 * p.max_alloc)}
-    big = {"_large": cost.LARGE_RESULT_BITS // 8, "_bytes_cost": cost.sequence}
+    ints = {
+        "_isinstance": isinstance,
+        "_int": int,
+        "_bits": int.bit_length,
+        "_gate": min(cost.SMALL_BITS, 8 * p.max_alloc),
+    }
     seqs = {"_seqs": _SEQUENCES, "_len": len, "_unit": unit}
     makers = {
         "fire": prebind(_fire, _Interrupted=EvalInterrupted),
@@ -1386,18 +1338,17 @@ def _makers(rules: Compiled, rt: _Runtime) -> dict[str, Callable[..., Any]]:
             _refused=rt.cost_message,
             **sizes,
         ),
-        # the operators: a run binds _fire, _afford and _op (plain, in-place or _ignore)
-        "mul": prebind(
-            _mul, **ints, **gate, **big, **seqs, **sizes, _cost=cost.multiply, _index=operator.index
-        ),
-        "pow": prebind(_pow, **ints, **gate, **sizes, _cost=cost.power),
-        "lshift": prebind(_lshift, **ints, **gate, **sizes, _large=cost.LARGE_RESULT_BITS, _cost=cost.linear),
-        "add": prebind(_add, **big, **seqs, **sizes, _isinstance=isinstance),
+        "big": prebind(_big, _result=cost.result_bits, _seconds=cost.operator, **sizes),
+        "grow": prebind(_grow, _large=cost.LARGE_RESULT_BITS // 8, _cost=cost.sequence, **sizes),
+        # the operators: a run binds _fire, _big, _grow, _afford and _op (plain, in-place, _ignore)
+        "mul": prebind(_mul, **ints, **seqs, _index=operator.index),
+        "pow": prebind(_pow, **ints),
+        "lshift": prebind(_lshift, **ints),
+        "add": prebind(_add, **seqs, _isinstance=isinstance),
         "mod": prebind(
             _mod,
             **ints,
             **sizes,
-            _cost=cost.divide,
             _conversions=rt.conversions,
             _texts=_TEXTS,
             _str=str,
@@ -1405,8 +1356,8 @@ def _makers(rules: Compiled, rt: _Runtime) -> dict[str, Callable[..., Any]]:
             _numbers=rt.numbers,
             _len=len,
         ),
-        "floordiv": prebind(_floordiv, **ints, _cost=cost.divide, _symbol="//"),
-        "divmod": prebind(_floordiv, **ints, _cost=cost.divide, _symbol="divmod()"),
+        "floordiv": prebind(_floordiv, **ints, _symbol="//"),
+        "divmod": prebind(_floordiv, **ints, _symbol="divmod()"),
         "iop": prebind(_iop),
         "chkset": prebind(_chkset, _type=type, _module=ModuleType, _refuse=rt.refuse),
         "iattr": prebind(_iattr, _getattr=getattr, _setattr=setattr),
@@ -1441,14 +1392,16 @@ def helpers(rules: Compiled, state: list[Any], wanted: frozenset[str]) -> dict[s
     fire = mk["fire"](_s=state)
     slow = mk["slow"](_s=state, _fire=fire)
     afford = mk["afford"](_s=state, _fire=fire)
+    bound = {
+        "_fire": fire,
+        "_afford": afford,
+        "_big": mk["big"](_fire=fire, _afford=afford),
+        "_grow": mk["grow"](_fire=fire, _afford=afford),
+    }
     tick = mk["tick"](_s=state, _slow=slow)
-
-    def operator_helper(name: str) -> Any:
-        return mk[name](_fire=fire, _afford=afford, _op=_PLAIN[name])
-
-    made = _Lazy(operator_helper)
+    made = _Lazy(lambda name: mk[name](**bound, _op=_PLAIN[name]))
     made.update(fire=fire, tick=tick, afford=afford)
-    inplace = _Lazy(lambda name: mk[name](_fire=fire, _afford=afford, _op=_INPLACE[name]))
+    inplace = _Lazy(lambda name: mk[name](**bound, _op=_INPLACE[name]))
 
     def check(name: str) -> Any:
         if name == "powmod":
@@ -1457,7 +1410,7 @@ def helpers(rules: Compiled, state: list[Any], wanted: frozenset[str]) -> dict[s
             return rt.round_check(afford)
         if name == "afford":
             return afford
-        return mk[name](_fire=fire, _afford=afford, _op=_ignore)
+        return mk[name](**bound, _op=_ignore)
 
     checks = made["checks"] = _Lazy(check)
     made["guard"] = guard = rt.guard(checks)
