@@ -225,6 +225,15 @@ def test_a_magic_grant_never_reaches_the_always_denied(profile: Any, run: Any) -
     assert "is never allowed" in str(info.value)
 
 
+@pytest.mark.parametrize("name", ["__defaults__", "__kwdefaults__"])
+def test_a_magic_grant_never_reaches_a_functions_defaults(profile: Any, run: Any, name: str) -> None:
+    rules = profile(f"eval-magic={name}, __name__")
+    assert run(rules, "f.__name__", {"f": len}) == "len"
+    with pytest.raises(EvalSyntaxRejected) as info:
+        run(rules, f"f.{name}", {"f": lambda x=1: x})
+    assert "is never allowed" in str(info.value)
+
+
 # -- learning --------------------------------------------------------------------------------
 
 

@@ -141,3 +141,25 @@ def test_an_eval_profile_with_an_unguarded_grant_is_a_load_error(project: Any) -
     assert run.returncode == 2
     assert "is never applied: " in run.stderr
     assert "run unguarded; remove the eval-* lines or the python-api grant" in run.stderr
+
+
+def test_a_costly_big_integer_operation_is_refused_under_python_sb(project: Any, provider: str) -> None:
+    program = """
+    def attempt(source):
+        try:
+            print(eval(source) == 7**1500 * 7**1500 // (7**1500 + 1))
+        except BaseException as e:
+            print(type(e).__name__, e.budget, str(e).split(":")[0])
+
+    attempt("7**1500 * 7**1500 // (7**1500 + 1)")
+    attempt("7**1500000 * 7**1500000 // (7**1500000 + 1)")
+    """
+    moderate, huge = project.run(program, CALCULATOR, provider).lines()
+    assert moderate == "True"
+    # the product, or the second power on a machine slow enough to use most of the 2 s first
+    assert huge in (
+        "EvalInterrupted timeout The evaluated code was interrupted before `*` of a 4211033-bit "
+        "integer by a 4211033-bit integer",
+        "EvalInterrupted timeout The evaluated code was interrupted before `**` of a 3-bit "
+        "integer to the power 1500000",
+    )

@@ -7,6 +7,7 @@ from __future__ import annotations
 import _thread
 import ast
 import os
+import sys
 import time
 from types import CodeType, FunctionType, SimpleNamespace
 from weakref import WeakKeyDictionary
@@ -20,7 +21,7 @@ from .vocab import HELPER_PREFIX
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
-    from collections.abc import Mapping
+    from collections.abc import Callable, Mapping
     from typing import Any
 
     from ..rules.evaluation import EvalProfile
@@ -33,13 +34,17 @@ MODES = ("exec", "eval", "single")
 class Entry:
     """A checked, rewritten and compiled source."""
 
-    __slots__ = ("__weakref__", "code", "helpers", "mode", "rules")
+    __slots__ = ("__weakref__", "code", "converts", "helpers", "mode", "rules")
 
-    def __init__(self, code: CodeType, used: frozenset[str], mode: str, rules: Compiled) -> None:
+    def __init__(
+        self, code: CodeType, used: frozenset[str], mode: str, rules: Compiled, converts: bool = True
+    ) -> None:
         self.code = code
         self.helpers = used
         self.mode = mode
         self.rules = rules
+        #: the code can convert between integers and text (a call, an f-string, ``%``)
+        self.converts = converts
 
 
 #: code objects the guarded compile() made -> their entry (nothing else runs under eval-* rules)
@@ -84,7 +89,7 @@ def _prepare(rules: Compiled, source: str, filename: str, mode: str) -> Entry:
     try:
         tree = checking.parse(source, code_filename, mode)
         checked = checking.check(rules, tree, source, code_filename)
-        tree, used = rewrite(checked.tree, checked.import_bound, rules.profile.max_alloc)
+        tree, used, converts = rewrite(checked.tree, checked.import_bound, rules.profile.max_alloc)
         code = compile(tree, code_filename, mode, dont_inherit=True)  # type: ignore[call-overload]
     except (EvalSyntaxRejected, SyntaxError):
         raise
@@ -96,7 +101,7 @@ def _prepare(rules: Compiled, source: str, filename: str, mode: str) -> Entry:
             source,
             code_filename,
         ) from None
-    return Entry(code, used, mode, rules)
+    return Entry(code, used, mode, rules, converts)
 
 
 def _thread_count() -> int:
@@ -114,20 +119,26 @@ def run(
     profile = rules.profile
     builtins_table = rules.builtins()
     state: list[Any] = [profile.max_iterations, time.monotonic() + profile.timeout, 0, None, True, True]
+    if entry.converts:
+        digits = sys.get_int_max_str_digits()
+        if not digits or digits > rules.max_str_digits:
+            raise EvalInterrupted(runtime(rules).digits_message(digits), "timeout")
     namespace: dict[str, Any] = {"__name__": "__eval__"}
     if values:
         namespace.update(values)
-    injected: dict[str, Any] = {}
-    for root, proxy in _proxies(rules).items():
-        if root not in namespace:
-            namespace[root] = injected[root] = proxy
     wanted = entry.helpers
-    if wanted or rules.stateful:
+    made: dict[str, Any] = {}
+    if wanted or rules.stateful or rules.dotted:
         made = helpers(rules, state, wanted)
         for name in wanted:
             namespace[HELPER_PREFIX + name] = made[name]
         if rules.stateful:
             builtins_table = {**builtins_table, **stateful_builtins(rules, made)}
+    injected: dict[str, Any] = {}
+    if rules.dotted:
+        for root, proxy in _proxies(rules, made["guard"]).items():
+            if root not in namespace:
+                namespace[root] = injected[root] = proxy
     namespace["__builtins__"] = builtins_table
     threads = _thread_count() if profile.max_leaked_threads >= 0 else 0
     function = FunctionType(entry.code, namespace)
@@ -166,11 +177,9 @@ def _write_back(
         del target[name]
 
 
-def _proxies(rules: Compiled) -> dict[str, Any]:
+def _proxies(rules: Compiled, guard: Callable[[Any, str, Any], Any]) -> dict[str, Any]:
     """``eval-call=module.name`` grants: a fresh read-only view per run of each module root
-    holding the granted members only."""
-    if not rules.dotted:
-        return {}
+    holding the granted members only, each passed through the run's ``guard``."""
     rt = runtime(rules)
     tree: dict[str, Any] = {}
     for grant in rules.dotted:
@@ -188,7 +197,10 @@ def _proxies(rules: Compiled) -> dict[str, Any]:
                 for name in names:
                     if rules.calls(".".join([*parts[:depth], name])) and hasattr(owner, name):
                         value = getattr(owner, name)
-                        node[name] = rt.module_result(value) if type(value) is type(module) else value
+                        if type(value) is type(module):
+                            node[name] = rt.module_result(value)
+                        else:
+                            node[name] = guard(owner, name, value)
             else:
                 owner = getattr(owner, part, None)
                 if owner is None:

@@ -10,6 +10,7 @@ from collections import OrderedDict
 
 from ..rules.eval_vocab import CORE_NODES, NEVER_BY_PATTERN
 from ..rules.evaluation import EvalProfile, Grants
+from .cost import max_str_digits
 from .vocab import ALWAYS_NAMES_EXTRA, NEVER_CALLS, NEVER_IMPORTS
 
 TYPE_CHECKING = False
@@ -86,6 +87,8 @@ class Compiled:
         self.cache: OrderedDict[tuple[str, str, str], Any] = OrderedDict()
         self._builtins: dict[str, Any] | None = None
         self.stateful: tuple[str, ...] = ()
+        #: the largest ``sys.get_int_max_str_digits()`` its evaluations run under
+        self.max_str_digits = max_str_digits(profile.timeout)
 
     # -- questions the checker and the runtime ask --------------------------------------------
 

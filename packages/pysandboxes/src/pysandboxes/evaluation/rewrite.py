@@ -10,33 +10,61 @@ from __future__ import annotations
 
 import ast
 
+from .cost import SMALL_BITS
 from .vocab import HELPER_PREFIX
 
-#: operators whose result can be much larger than their operands
-GUARDED_OPS = {ast.Add: "add", ast.Mult: "mul", ast.Pow: "pow", ast.LShift: "lshift", ast.Mod: "mod"}
+#: operators whose result can be much larger than their operands, or that cost more than
+#: linear time in them (big integers: see ``cost.py``)
+GUARDED_OPS = {
+    ast.Add: "add",
+    ast.Mult: "mul",
+    ast.Pow: "pow",
+    ast.LShift: "lshift",
+    ast.Mod: "mod",
+    ast.FloorDiv: "floordiv",
+}
 
 #: an operand this simple cannot make ``+`` or ``%`` allocate beyond its own size
 _NUMBER = (int, float, complex)
+#: a literal integer below this (bits) makes ``//`` and ``%`` cost linear time at most
+_SHORT_BITS = 64
 
 
-def _constant_number(node: ast.expr) -> bool:
+def _constant_number(node: ast.expr | None) -> bool:
     return isinstance(node, ast.Constant) and isinstance(node.value, _NUMBER)
 
 
-def _small_constant_result(op: ast.operator, left: ast.expr, right: ast.expr, limit: int) -> bool:
-    """Both operands are number literals and the result stays far below ``limit`` bytes."""
+def _short_number(node: ast.expr | None) -> bool:
+    """A float, complex or an integer literal of at most ``_SHORT_BITS`` bits."""
+    if not _constant_number(node):
+        return False
+    value = node.value  # type: ignore[union-attr]
+    return not isinstance(value, int) or value.bit_length() <= _SHORT_BITS
+
+
+def _unguarded(name: str, left: ast.expr | None, right: ast.expr, limit: int) -> bool:
+    """The operator ``name`` on these operands needs no check (``left`` is None for an
+    augmented assignment, whose target is not known): both are number literals and the
+    runtime check would let it pass without looking at the clock, or one side alone bounds
+    the work."""
+    if name == "add" and (_constant_number(left) or _constant_number(right)):
+        return True  # a number on either side: no sequence grows, integers add in linear time
+    if name == "floordiv" and (_short_number(left) or _short_number(right)):
+        return True  # a short divisor, or a short dividend: linear at most
+    if name == "mod" and _short_number(left):
+        return True  # arithmetic, not formatting, and a short dividend
     if not (_constant_number(left) and _constant_number(right)):
         return False
-    a = left.value  # type: ignore[attr-defined]
+    a = left.value  # type: ignore[union-attr]
     b = right.value  # type: ignore[attr-defined]
     if not (isinstance(a, int) and isinstance(b, int)):
         return True  # floats and complex numbers have a fixed size
     bits = max(a.bit_length(), 1)
-    if isinstance(op, ast.Pow):
-        return b < 0 or bits * b <= 8 * limit
-    if isinstance(op, ast.LShift):
-        return b >= 0 and bits + b <= 8 * limit
-    return True
+    if name == "pow":
+        return b < 0 or a in (-1, 0, 1) or bits * b <= min(SMALL_BITS, 8 * limit)
+    if name == "lshift":
+        return b < 0 or not a or bits + b <= min(SMALL_BITS, 8 * limit)
+    return bits + b.bit_length() <= min(SMALL_BITS, 8 * limit)
 
 
 def _is_generator(node: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
@@ -56,6 +84,8 @@ class Rewriter(ast.NodeTransformer):
         self.import_bound = import_bound
         self.max_alloc = max_alloc
         self.used: set[str] = set()
+        #: the code can turn integers into text or back (a call, an f-string, ``%``)
+        self.converts = False
 
     def _helper(self, name: str) -> ast.Name:
         self.used.add(name)
@@ -138,19 +168,29 @@ class Rewriter(ast.NodeTransformer):
     def visit_BinOp(self, node: ast.BinOp) -> ast.AST:
         self.generic_visit(node)
         name = GUARDED_OPS.get(type(node.op))
-        if name is None or _small_constant_result(node.op, node.left, node.right, self.max_alloc):
+        if name is None or _unguarded(name, node.left, node.right, self.max_alloc):
             return node
-        if name == "add" and (_constant_number(node.left) or _constant_number(node.right)):
-            return node  # a number on either side: no sequence grows
-        if name == "mod" and _constant_number(node.left):
-            return node  # arithmetic, not formatting
+        if name == "mod":
+            self.converts = True
         return ast.copy_location(self._call(name, node.left, node.right), node)
+
+    def visit_Call(self, node: ast.Call) -> ast.AST:
+        self.converts = True
+        self.generic_visit(node)
+        return node
+
+    def visit_JoinedStr(self, node: ast.JoinedStr) -> ast.AST:
+        self.converts = True
+        self.generic_visit(node)
+        return node
 
     def visit_AugAssign(self, node: ast.AugAssign) -> ast.AST:
         value = self.visit(node.value)
         name = GUARDED_OPS.get(type(node.op))
         target = node.target
-        if name is None or (name == "add" and _constant_number(value)):
+        if name == "mod":
+            self.converts = True
+        if name is None or _unguarded(name, None, value, self.max_alloc):
             node.value = value
             node.target = self.visit(target)
             return node
@@ -178,9 +218,12 @@ class Rewriter(ast.NodeTransformer):
         return ast.copy_location(ast.FormattedValue(value, -1, None), node)
 
 
-def rewrite(tree: ast.AST, import_bound: frozenset[str], max_alloc: int) -> tuple[ast.AST, frozenset[str]]:
-    """The rewritten tree (``tree`` is changed in place) and the helpers it uses."""
+def rewrite(
+    tree: ast.AST, import_bound: frozenset[str], max_alloc: int
+) -> tuple[ast.AST, frozenset[str], bool]:
+    """The rewritten tree (``tree`` is changed in place), the helpers it uses, and whether it
+    can convert between integers and text."""
     rewriter = Rewriter(import_bound, max_alloc)
     tree = rewriter.visit(tree)
     ast.fix_missing_locations(tree)
-    return tree, frozenset(rewriter.used)
+    return tree, frozenset(rewriter.used), rewriter.converts

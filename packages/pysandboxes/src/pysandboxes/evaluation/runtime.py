@@ -1,12 +1,14 @@
 """What rewritten code calls while it runs: budget ticks, the sticky interrupt, attribute and
 size checks, and the builtins an evaluation sees.
 
-Every helper is made from a template below by :func:`bind`: a fresh function over globals
-whose ``__builtins__`` is empty, its state (the evaluation's budget list, the profile's
-decisions, the C functions it uses) bound as positional defaults. A helper reached by
-evaluated code would show nothing it can use: its ``__defaults__``, ``__globals__`` and
-``__closure__`` are attributes no rule grants (``vocab.ALWAYS_DENIED_ATTRIBUTES``), and the
-helpers' names (``@tick``…) cannot be written in source.
+Every helper is made from a template below by :func:`prebind` (once per profile, with the
+profile's decisions and the C functions it uses) and the maker it returns (per run, with the
+evaluation's budget list): a fresh function over globals whose ``__builtins__`` is empty, its
+state bound as positional defaults. A run makes only the helpers its code uses. A helper
+reached by evaluated code would show nothing it can use: its ``__defaults__``,
+``__globals__`` and ``__closure__`` are attributes no rule grants
+(``vocab.ALWAYS_DENIED_ATTRIBUTES``), and the helpers' names (``@tick``…) cannot be written
+in source.
 
 The budget list of one evaluation (``state``)::
 
@@ -23,6 +25,7 @@ from __future__ import annotations
 
 import _string  # type: ignore[import-not-found]
 import builtins
+import math
 import operator
 import re
 import re._constants  # type: ignore[import-not-found]
@@ -32,6 +35,7 @@ import time
 from types import CodeType, FrameType, FunctionType, ModuleType, TracebackType
 
 from ..errors import EvalInterrupted, EvalSyntaxRejected
+from . import cost
 from .profile import Compiled, is_dunder
 from .vocab import ALWAYS_DENIED_ATTRIBUTES, NEVER_CALLS, NEVER_IMPORTS, NEVER_MEMBERS, SIZED_METHODS
 
@@ -44,28 +48,111 @@ _GLOBALS: dict[str, Any] = {"__builtins__": {}, "__name__": "pysandboxes.evaluat
 _SEQUENCES = (str, bytes, bytearray, list, tuple)
 _TEXTS = (str, bytes, bytearray)
 _SPECIAL_TYPES = frozenset({ModuleType, FrameType, CodeType, TracebackType})
-_SPECIAL_NAMES = frozenset({"format", "format_map"}) | SIZED_METHODS
+
+#: C functions that do an operator's work, by identity (``operator.mul`` and its alias
+#: ``operator.__mul__``): the operator check they get first
+_OPERATOR_CHECKS: dict[Any, str] = {
+    operator.mul: "mul",
+    operator.imul: "mul",
+    operator.pow: "pow",
+    operator.ipow: "pow",
+    operator.floordiv: "floordiv",
+    operator.ifloordiv: "floordiv",
+    operator.mod: "mod",
+    operator.imod: "mod",
+    operator.lshift: "lshift",
+    operator.ilshift: "lshift",
+    operator.add: "add",
+    operator.iadd: "add",
+    operator.concat: "add",
+    operator.iconcat: "add",
+}
+#: ``math`` functions whose cost grows faster than their arguments' sizes
+_MATH_COSTLY = ("factorial", "comb", "perm", "isqrt", "gcd", "lcm", "prod")
+#: id -> (the function, its check): what a guarded attribute read, import or grant wraps
+COSTLY: dict[int, tuple[Any, str]] = {id(f): (f, kind) for f, kind in _OPERATOR_CHECKS.items()}
+COSTLY.update({id(getattr(math, name)): (getattr(math, name), "math." + name) for name in _MATH_COSTLY})
+#: methods of int and the sequences that do an operator's work: the check, and whether the
+#: method's own object is the right operand (``a.__rmul__(b)`` is ``b * a``)
+_DUNDER_CHECKS = {
+    "__mul__": ("mul", False),
+    "__rmul__": ("mul", True),
+    "__imul__": ("mul", False),
+    "__pow__": ("pow", False),
+    "__rpow__": ("pow", True),
+    "__floordiv__": ("floordiv", False),
+    "__rfloordiv__": ("floordiv", True),
+    "__mod__": ("mod", False),
+    "__rmod__": ("mod", True),
+    "__divmod__": ("divmod", False),
+    "__rdivmod__": ("divmod", True),
+    "__lshift__": ("lshift", False),
+    "__rlshift__": ("lshift", True),
+    "__add__": ("add", False),
+    "__radd__": ("add", True),
+    "__iadd__": ("add", False),
+    "__round__": ("round", False),
+}
+_DUNDER_TYPES = (int, str, bytes, bytearray, list, tuple)
+#: attribute names under which those functions and methods are found: an attribute read of
+#: one of them goes through the run's guard (any other name costs nothing more)
+COSTLY_NAMES = (
+    frozenset(_DUNDER_CHECKS)
+    | frozenset(n for n in dir(operator) if id(getattr(operator, n)) in COSTLY)
+    | frozenset(_MATH_COSTLY)
+)
+_SPECIAL_NAMES = frozenset({"format", "format_map"}) | SIZED_METHODS | COSTLY_NAMES
 #: how often a tick reads the clock (a power of two, minus one)
 CLOCK_EVERY = 15
 
-_BINDERS: dict[Callable[..., Any], tuple[CodeType, tuple[str, ...], tuple[Any, ...], int]] = {}
+_BINDERS: dict[Callable[..., Any], tuple[CodeType, tuple[str, ...], tuple[Any, ...]]] = {}
 
 
-def bind(template: Callable[..., Any], **bound: Any) -> Callable[..., Any]:
-    """A copy of ``template`` over empty globals, its ``_x`` parameters' defaults from ``bound``."""
+def prebind(template: Callable[..., Any], **fixed: Any) -> Callable[..., Callable[..., Any]]:
+    """A maker of copies of ``template`` over empty globals: the defaults of its ``_x``
+    parameters come from ``fixed`` (once) and from the maker's arguments (per copy: what a
+    run binds, its budget list). Making a copy costs a list copy and a FunctionType."""
     binder = _BINDERS.get(template)
     if binder is None:
         assert isinstance(template, FunctionType) and not template.__code__.co_freevars
         code = template.__code__
         names = code.co_varnames[: code.co_argcount]
         old = template.__defaults__ or ()
-        binder = (code, names[len(names) - len(old) :], old, 0)
+        binder = (code, names[len(names) - len(old) :], old)
         _BINDERS[template] = binder
-    code, names, old, _ = binder
-    defaults = tuple(bound[n] if n.startswith("_") else old[i] for i, n in enumerate(names))
-    made = FunctionType(code, _GLOBALS, template.__name__, defaults)
-    made.__qualname__ = template.__qualname__
-    return made
+    code, names, old = binder
+    base = [fixed.get(n) if n.startswith("_") else old[i] for i, n in enumerate(names)]
+    slots = tuple((i, n) for i, n in enumerate(names) if n.startswith("_") and n not in fixed)
+    name, qualname = template.__name__, template.__qualname__
+
+    def make(**bound: Any) -> Callable[..., Any]:
+        defaults = base[:]
+        for i, n in slots:
+            defaults[i] = bound[n]
+        made = FunctionType(code, _GLOBALS, name, tuple(defaults))
+        made.__qualname__ = qualname
+        return made
+
+    return make
+
+
+def bind(template: Callable[..., Any], **bound: Any) -> Callable[..., Any]:
+    """A copy of ``template`` over empty globals, its ``_x`` parameters' defaults from ``bound``."""
+    return prebind(template, **bound)()
+
+
+class _Lazy(dict):  # type: ignore[type-arg]
+    """Helpers made on first use (a run binds only the operators its code reaches)."""
+
+    __slots__ = ("make",)
+
+    def __init__(self, make: Callable[[str], Any]) -> None:
+        super().__init__()
+        self.make = make
+
+    def __missing__(self, key: str) -> Any:
+        value = self[key] = self.make(key)
+        return value
 
 
 # -- messages -----------------------------------------------------------------------------
@@ -189,7 +276,61 @@ def _fn(f, _enter=None, _leave=None):  # type: ignore[no-untyped-def]
     return charged
 
 
-# -- sizes ------------------------------------------------------------------------------------
+# -- sizes and costs ------------------------------------------------------------------------
+#
+# An operation on big integers runs in C, where no tick reaches: ``_afford`` refuses it before
+# it starts when its estimated time (``cost.py``, from bit lengths: ``int.bit_length`` is
+# called unbound, so a subclass cannot lie about its size) exceeds what is left of the
+# timeout. Operands smaller than ``_gate`` bits in all skip ``_big``, and ``_big`` reads the
+# clock only when ``cost.operator`` finds them worth it. A template bound with
+# ``_op=_ignore`` only checks: it guards a method or a function that does
+# the operation itself (``int.__mul__``, ``operator.mul``).
+
+
+def _ignore(a, b):  # type: ignore[no-untyped-def]
+    return None
+
+
+def _afford(  # type: ignore[no-untyped-def]
+    seconds,
+    op,
+    sizes,
+    bits=0,
+    _s=None,
+    _clock=None,
+    _timeout=0.0,
+    _limit=0,
+    _fire=None,
+    _Interrupted=None,
+    _m="",
+    _refused=None,
+):  # type: ignore[no-untyped-def]
+    if bits > 8 * _limit:
+        _fire(_m, "alloc")
+    running = _s[4] or _s[5]
+    left = _s[1] - _clock() if running else _timeout  # outside a run: a fresh window's worth
+    if seconds > left:  # past the deadline too: the message names what was not run
+        message = _refused(op, sizes, seconds)
+        if running:
+            _fire(message, "timeout")
+        raise _Interrupted(message, "timeout")
+
+
+def _big(op, n, m, two=False, _limit=0, _fire=None, _m="", _afford=None, _result=None, _seconds=None):  # type: ignore[no-untyped-def]
+    # an integer operator whose operands passed the gate: what it makes, then what it costs
+    if _result(op, n, m) > 8 * _limit:
+        _fire(_m, "alloc")
+    seconds = _seconds(op, n, m, two)
+    if seconds:
+        _afford(seconds, op, (n, m))
+
+
+def _grow(total, _limit=0, _large=0, _fire=None, _m="", _afford=None, _cost=None):  # type: ignore[no-untyped-def]
+    # a sequence repeated or concatenated into ``total`` bytes
+    if total > _limit:
+        _fire(_m, "alloc")
+    if total > _large:
+        _afford(_cost(total), "bytes", (total,))
 
 
 def _unit(seq, _isinstance=None, _texts=None):  # type: ignore[no-untyped-def]
@@ -201,18 +342,21 @@ def _mul(  # type: ignore[no-untyped-def]
     b,
     _isinstance=None,
     _int=None,
+    _bits=None,
+    _gate=0,
+    _big=None,
     _seqs=None,
     _index=None,
     _len=None,
     _unit=None,
-    _limit=0,
-    _fire=None,
-    _m="",
+    _grow=None,
     _op=None,
 ):  # type: ignore[no-untyped-def]
     if _isinstance(a, _int) and _isinstance(b, _int):
-        if a and b and a.bit_length() + b.bit_length() > 8 * _limit:
-            _fire(_m, "alloc")
+        n = _bits(a)
+        m = _bits(b)
+        if n + m > _gate:
+            _big("*", n, m)
         return _op(a, b)
     if _isinstance(a, _seqs) or _isinstance(b, _seqs):
         first = _isinstance(a, _seqs)
@@ -221,28 +365,40 @@ def _mul(  # type: ignore[no-untyped-def]
             n = _index(count)
         except TypeError:
             return _op(a, b)  # the operator's own error
-        if n > 0 and _len(seq) * n * _unit(seq) > _limit:
-            _fire(_m, "alloc")
+        if n > 0:
+            _grow(_len(seq) * n * _unit(seq))
         return _op(seq, n) if first else _op(n, seq)
     return _op(a, b)
 
 
-def _pow(a, b, _isinstance=None, _int=None, _limit=0, _fire=None, _m="", _op=None):  # type: ignore[no-untyped-def]
-    big = _isinstance(a, _int) and _isinstance(b, _int) and b > 0 and (a > 1 or a < -1)
-    if big and a.bit_length() * b > 8 * _limit:
-        _fire(_m, "alloc")
+def _pow(a, b, _isinstance=None, _int=None, _bits=None, _gate=0, _big=None, _op=None):  # type: ignore[no-untyped-def]
+    if _isinstance(a, _int) and _isinstance(b, _int) and b > 0 and (a > 1 or a < -1):
+        n = _bits(a)
+        if n * b > _gate:
+            magnitude = a if a > 0 else -a
+            _big("**", n, b, not magnitude & (magnitude - 1))
     return _op(a, b)
 
 
-def _lshift(a, b, _isinstance=None, _int=None, _limit=0, _fire=None, _m="", _op=None):  # type: ignore[no-untyped-def]
-    if _isinstance(a, _int) and _isinstance(b, _int) and a and b > 0 and a.bit_length() + b > 8 * _limit:
-        _fire(_m, "alloc")
+def _lshift(a, b, _isinstance=None, _int=None, _bits=None, _gate=0, _big=None, _op=None):  # type: ignore[no-untyped-def]
+    if _isinstance(a, _int) and _isinstance(b, _int) and a and b > 0:
+        n = _bits(a)
+        if n + b > _gate:
+            _big("<<", n, b)
     return _op(a, b)
 
 
-def _add(a, b, _isinstance=None, _seqs=None, _len=None, _unit=None, _limit=0, _fire=None, _m="", _op=None):  # type: ignore[no-untyped-def]
-    if _isinstance(a, _seqs) and _isinstance(b, _seqs) and (_len(a) + _len(b)) * _unit(a) > _limit:
-        _fire(_m, "alloc")
+def _add(a, b, _isinstance=None, _seqs=None, _len=None, _unit=None, _grow=None, _op=None):  # type: ignore[no-untyped-def]
+    if _isinstance(a, _seqs) and _isinstance(b, _seqs):
+        _grow((_len(a) + _len(b)) * _unit(a))
+    return _op(a, b)
+
+
+def _floordiv(a, b, _isinstance=None, _int=None, _bits=None, _gate=0, _big=None, _symbol="", _op=None):  # type: ignore[no-untyped-def]
+    if _isinstance(a, _int) and _isinstance(b, _int):
+        n = _bits(a)
+        if n > _gate:
+            _big(_symbol, n, _bits(b))
     return _op(a, b)
 
 
@@ -253,14 +409,24 @@ def _mod(  # type: ignore[no-untyped-def]
     _texts=None,
     _str=None,
     _int=None,
+    _bits=None,
+    _gate=0,
+    _big=None,
     _tuple=None,
     _numbers=None,
     _len=None,
     _limit=0,
     _fire=None,
     _m="",
+    _afford=None,
+    _conversions=None,
     _op=None,
 ):  # type: ignore[no-untyped-def]
+    if _isinstance(a, _int) and _isinstance(b, _int):
+        n = _bits(a)
+        if n > _gate:
+            _big("%", n, _bits(b))
+        return _op(a, b)
     if _isinstance(a, _texts):
         template = a if _isinstance(a, _str) else a.decode("latin-1")
         for digits in _numbers(template):
@@ -270,6 +436,10 @@ def _mod(  # type: ignore[no-untyped-def]
             for arg in b if _isinstance(b, _tuple) else (b,):
                 if _isinstance(arg, _int) and arg > _limit:
                     _fire(_m, "alloc")
+        fields = template.count("%")
+        if fields > 16:  # many integers turned into decimal text in one C call
+            seconds, widest = _conversions(fields, b)
+            _afford(seconds, "%-format", (fields, widest))
     return _op(a, b)
 
 
@@ -341,6 +511,7 @@ class _Runtime:
         self.refuse = bind(_refuse_template, _rules=rules, _refusal=refusal)
         self.after = self._after_function()
         self.safe_re: ModuleType | None = None
+        self.makers = _makers(rules, self)
 
     # -- run-time attribute decisions (host code: helpers call these bound methods) ----------
 
@@ -430,19 +601,35 @@ class _Runtime:
 
     def formatter(self, obj: Any, name: str) -> Callable[..., Any]:
         check = self.check_template
+        convert = self.check_conversions
         if obj is str:  # the unbound method: str.format(template, ...)
 
             def unbound(template: Any, *args: Any, **kwargs: Any) -> Any:
                 check(template)
+                convert(template, args, kwargs)
                 return getattr(str, name)(template, *args, **kwargs)
 
             return unbound
 
         def bound(*args: Any, **kwargs: Any) -> Any:
             check(obj)
+            convert(obj, args, kwargs)
             return getattr(obj, name)(*args, **kwargs)
 
         return bound
+
+    def check_conversions(self, template: Any, args: tuple[Any, ...], kwargs: dict[str, Any]) -> None:
+        """A template with many fields can turn large integers into decimal text many times
+        in one C call: refused when that could outlast the whole timeout (this wrapper is
+        shared by the profile's runs, it does not know the clock of one)."""
+        fields = template.count("{") if isinstance(template, str) else 0
+        if fields > 16:
+            mapping = args[0] if len(args) == 1 and isinstance(args[0], dict) else {}
+            values = (*args, *kwargs.values(), *mapping.values())
+            seconds, widest = self.conversions(fields, values)
+            if seconds > self.rules.profile.timeout:
+                message = self.cost_message("{}-format", (fields, widest), seconds)
+                raise EvalInterrupted(message, "timeout")
 
     def sized(self, obj: Any, name: str, method: Any) -> Callable[..., Any]:
         limit = self.limit
@@ -469,6 +656,86 @@ class _Runtime:
             return method(*args, **kwargs)
 
         return checked
+
+    # -- costs --------------------------------------------------------------------------------
+
+    def digits_message(self, digits: int) -> str:
+        state = "off" if not digits else f"{digits} digits"
+        return (
+            f"The evaluated code was not run: CPython's limit on conversions between integers and "
+            f"decimal text is {state} (sys.get_int_max_str_digits()), and one conversion could then "
+            f"outlast eval-timeout={duration(self.rules.profile.timeout)}. Restore the limit "
+            f"(sys.set_int_max_str_digits({cost.DEFAULT_MAX_STR_DIGITS}), or unset "
+            f"PYTHONINTMAXSTRDIGITS and -X int_max_str_digits), at most "
+            f"{self.rules.max_str_digits} digits (eval profile: {self.rules.label})."
+        )
+
+    def cost_message(self, op: str, sizes: tuple[int, ...], seconds: float) -> str:
+        return (
+            f"The evaluated code was interrupted before {cost.describe(op, sizes)}: it would take "
+            f"about {cost.seconds(seconds)}, more than is left of eval-timeout="
+            f"{duration(self.rules.profile.timeout)} (eval profile: {self.rules.label})."
+        )
+
+    def conversions(self, fields: int, args: Any) -> tuple[float, int]:
+        """``%`` formatting with ``fields`` conversions of ``args``: the time to turn the widest
+        integer among them into decimal text that many times, and its bits."""
+        values = args.values() if isinstance(args, dict) else args if isinstance(args, tuple) else (args,)
+        widest = max((int.bit_length(v) for v in values if isinstance(v, int)), default=0)
+        limit = sys.get_int_max_str_digits() or self.rules.max_str_digits
+        return fields * cost.conversion(min(int(widest * LOG10_2) + 1, limit)), widest
+
+    def modular_power_check(self, afford: Callable[..., None]) -> Callable[[Any, Any, Any], None]:
+        def check(base: Any, exp: Any, mod: Any) -> None:
+            if isinstance(base, int) and isinstance(exp, int) and isinstance(mod, int) and mod:
+                sizes = (int.bit_length(base), int.bit_length(exp), int.bit_length(mod))
+                seconds = cost.modular_power(*sizes)
+                if seconds > cost.QUICK:
+                    afford(seconds, "pow()", sizes)
+
+        return check
+
+    def round_check(self, afford: Callable[..., None]) -> Callable[[Any, Any], None]:
+        # round(n, -k) of an int computes 10**k whatever the size of n
+        def check(number: Any, ndigits: Any) -> None:
+            if ndigits is None or not isinstance(number, int):
+                return
+            try:
+                places = operator.index(ndigits)
+            except TypeError:
+                return  # round's own error
+            if places < 0:
+                ten = cost.power_bits(4, -places)
+                if ten > cost.SMALL_BITS:
+                    n = int.bit_length(number)
+                    seconds = cost.power(4, -places) + cost.divide(max(n, ten), ten)
+                    afford(seconds, "round()", (n, places), ten)
+
+        return check
+
+    def guard(self, checks: dict[str, Any]) -> Callable[[Any, str, Any], Any]:
+        """The run's guard of values handed to evaluated code (an attribute read, a member
+        imported or granted): a function or method in ``COSTLY``/``_DUNDER_CHECKS`` comes
+        back wrapped in the check of its operation; anything else as it is."""
+        wrapped: dict[int, Any] = {}
+
+        def guard(obj: Any, name: str, value: Any) -> Any:
+            found = COSTLY.get(id(value))
+            if found is not None and found[0] is value:
+                made = wrapped.get(id(value))
+                if made is None:
+                    made = wrapped[id(value)] = _wrap_function(found[1], value, checks, self.rules)
+                return made
+            check = _DUNDER_CHECKS.get(name)
+            if check is not None:
+                if type(obj) is super:  # super().__mul__: the method of the instance behind it
+                    obj = obj.__self__  # type: ignore[attr-defined]
+                unbound = issubclass(type(obj), type)
+                if issubclass(obj if unbound else type(obj), _DUNDER_TYPES):
+                    return _wrap_method(value, checks, check[0], check[1], _UNBOUND if unbound else obj)
+            return value
+
+        return guard
 
     # -- regular expressions ------------------------------------------------------------------
 
@@ -617,6 +884,193 @@ def safe_regex_module(rules: Compiled) -> ModuleType:
     return module
 
 
+# -- functions and methods that do costly work themselves ----------------------------------------
+#
+# Closures, as the shims below: evaluated code calls them. Each judges the arguments it passes
+# on (``operator.index`` once), then calls the real function with them.
+
+LOG10_2 = math.log10(2)
+_UNBOUND = object()
+
+
+def _judged(kind: str, operands: tuple[Any, ...]) -> tuple[Any, ...]:
+    """The operands with a count (``'ab' * n``) or a number of digits (``round(x, n)``) turned
+    into an int once: the check and the call then see the same value, whatever ``__index__``
+    answers the second time."""
+    if len(operands) < 2:
+        return operands
+    a, b = operands[0], operands[1]
+    if kind == "mul":
+        if isinstance(a, _SEQUENCES) and not isinstance(b, int):
+            b = _index_or_same(b)
+        elif isinstance(b, _SEQUENCES) and not isinstance(a, int):
+            a = _index_or_same(a)
+    elif kind == "round" and b is not None and not isinstance(b, int):
+        b = _index_or_same(b)
+    return (a, b, *operands[2:])
+
+
+def _index_or_same(value: Any) -> Any:
+    try:
+        return operator.index(value)
+    except TypeError:
+        return value  # the operation's own error
+
+
+def _wrap_method(method: Any, checks: dict[str, Any], kind: str, reflected: bool, owner: Any) -> Any:
+    """``int.__mul__`` (``owner`` is ``_UNBOUND``) or ``(5).__mul__``, checked as ``*`` is."""
+    check = checks[kind]
+    powmod = checks["powmod"]
+
+    def checked(*args: Any) -> Any:
+        full = _judged(kind, args if owner is _UNBOUND else (owner, *args))
+        if kind == "round":
+            if full:
+                check(full[0], full[1] if len(full) > 1 else None)
+        elif len(full) >= 2:
+            a, b = (full[1], full[0]) if reflected else (full[0], full[1])
+            if kind == "pow" and len(full) > 2 and full[2] is not None:
+                powmod(a, b, full[2])
+            else:
+                check(a, b)
+        return method(*(full if owner is _UNBOUND else full[1:]))
+
+    checked.__name__ = checked.__qualname__ = getattr(method, "__name__", kind)
+    return checked
+
+
+def _wrap_function(kind: str, function: Any, checks: dict[str, Any], rules: Compiled) -> Any:
+    """``operator.mul`` or a ``math`` function, checked before it runs."""
+    if not kind.startswith("math."):
+        check = checks[kind]
+
+        def operation(*args: Any) -> Any:
+            args = _judged(kind, args)
+            if len(args) == 2:
+                check(args[0], args[1])
+            return function(*args)
+
+        operation.__name__ = operation.__qualname__ = function.__name__
+        return operation
+    made = _MATH_WRAPPERS[kind](function, checks["afford"], rules.profile.timeout)
+    made.__name__ = made.__qualname__ = function.__name__
+    return made
+
+
+def _indexes(values: tuple[Any, ...]) -> tuple[int, ...] | None:
+    try:
+        return tuple(operator.index(v) for v in values)
+    except TypeError:
+        return None  # the function's own error
+
+
+def _factorial(function: Any, afford: Any, timeout: float) -> Any:
+    def factorial(n: Any) -> Any:
+        judged = _indexes((n,))
+        if judged is None:
+            return function(n)
+        (k,) = judged
+        bits = cost.factorial_bits(k)
+        if bits > cost.SMALL_BITS:
+            afford(cost.factorial(k), "math.factorial()", (int.bit_length(k),), bits)
+        return function(k)
+
+    return factorial
+
+
+def _perm_comb(function: Any, afford: Any, timeout: float, comb: bool) -> Any:
+    def perm_comb(n: Any, k: Any = None) -> Any:
+        judged = _indexes((n,) if k is None else (n, k))
+        if judged is None or min(judged) < 0:
+            return function(n) if k is None else function(n, k)
+        top = judged[0]
+        chosen = judged[1] if len(judged) > 1 else top
+        if comb:
+            bits = cost.perm_bits(top, min(chosen, top - chosen)) - cost.factorial_bits(
+                min(chosen, top - chosen)
+            )
+            seconds = cost.comb(top, chosen)
+        else:
+            bits = cost.perm_bits(top, chosen)
+            seconds = cost.perm(top, chosen)
+        if bits > cost.SMALL_BITS:
+            name = "math.comb()" if comb else "math.perm()"
+            afford(seconds, name, (int.bit_length(top), chosen), bits)
+        return function(*judged)
+
+    return perm_comb
+
+
+def _isqrt(function: Any, afford: Any, timeout: float) -> Any:
+    def isqrt(n: Any) -> Any:
+        judged = _indexes((n,))
+        if judged is None:
+            return function(n)
+        bits = int.bit_length(judged[0])
+        if bits > cost.SMALL_BITS:
+            afford(cost.isqrt(bits), "math.isqrt()", (bits,))
+        return function(judged[0])
+
+    return isqrt
+
+
+def _gcd_lcm(function: Any, afford: Any, timeout: float, lcm: bool) -> Any:
+    def gcd_lcm(*integers: Any) -> Any:
+        judged = _indexes(integers)
+        if judged is None:
+            return function(*integers)
+        sizes = [int.bit_length(v) for v in judged]
+        if sum(sizes) > cost.SMALL_BITS:
+            seconds, acc = 0.0, sizes[0]
+            for bits in sizes[1:]:  # one after the other, as CPython does
+                seconds += cost.gcd(acc, bits)
+                if lcm:
+                    seconds += cost.multiply(acc, bits) + cost.divide(acc + bits, bits)
+                    acc += bits
+                else:
+                    acc = max(acc, bits)
+            name = "math.lcm()" if lcm else "math.gcd()"
+            afford(seconds, name, (max(sizes), min(sizes)))
+        return function(*judged)
+
+    return gcd_lcm
+
+
+def _prod(function: Any, afford: Any, timeout: float) -> Any:
+    def prod(iterable: Any, *, start: Any = 1) -> Any:
+        items = list(iterable)
+        if isinstance(start, int):
+            acc = int.bit_length(start)
+            try:
+                total = acc + sum(map(int.bit_length, items))
+            except TypeError:  # not only integers: the products stop being big at the first
+                total = cost.SMALL_BITS + 1
+            if total > cost.SMALL_BITS:
+                seconds, count = 0.0, 0
+                for item in items:
+                    if not isinstance(item, int) or seconds > timeout:
+                        break
+                    bits = int.bit_length(item)
+                    seconds += cost.multiply(acc, bits)
+                    acc += bits
+                    count += 1
+                afford(seconds, "math.prod()", (acc, count), acc)
+        return function(items, start=start)
+
+    return prod
+
+
+_MATH_WRAPPERS: dict[str, Callable[[Any, Any, float], Any]] = {
+    "math.factorial": _factorial,
+    "math.perm": lambda f, a, t: _perm_comb(f, a, t, comb=False),
+    "math.comb": lambda f, a, t: _perm_comb(f, a, t, comb=True),
+    "math.isqrt": _isqrt,
+    "math.gcd": lambda f, a, t: _gcd_lcm(f, a, t, lcm=False),
+    "math.lcm": lambda f, a, t: _gcd_lcm(f, a, t, lcm=True),
+    "math.prod": _prod,
+}
+
+
 # -- builtins ------------------------------------------------------------------------------
 
 
@@ -626,21 +1080,9 @@ def safe_regex_module(rules: Compiled) -> ModuleType:
 
 def _shims(rules: Compiled, rt: _Runtime) -> dict[str, Callable[..., Any]]:
     allowed = rt.name_allowed
-    after = rt.after
     refuse = rt.refuse
     chkset = bind(_chkset, _type=type, _module=ModuleType, _refuse=refuse)
-    real_getattr, real_hasattr, real_setattr, real_delattr, real_type, real_dir = (
-        getattr,
-        hasattr,
-        setattr,
-        delattr,
-        type,
-        dir,
-    )
-
-    def getattr_(obj: Any, name: Any, *default: Any) -> Any:
-        allowed(obj, name)
-        return after(obj, name, real_getattr(obj, name, *default))
+    real_hasattr, real_setattr, real_delattr, real_type, real_dir = (hasattr, setattr, delattr, type, dir)
 
     def hasattr_(obj: Any, name: Any) -> bool:
         allowed(obj, name)
@@ -668,7 +1110,6 @@ def _shims(rules: Compiled, rt: _Runtime) -> dict[str, Callable[..., Any]]:
         return real_dir(*args)
 
     shims: dict[str, Callable[..., Any]] = {
-        "getattr": getattr_,
         "hasattr": hasattr_,
         "setattr": setattr_,
         "delattr": delattr_,
@@ -682,9 +1123,13 @@ def _shims(rules: Compiled, rt: _Runtime) -> dict[str, Callable[..., Any]]:
 
 def _stateful_shims(rules: Compiled, made: dict[str, Any]) -> dict[str, Any]:
     p = rules.profile
-    m = runtime(rules).messages
+    rt = runtime(rules)
+    m = rt.messages
     fire, tick, spec, guarded_pow = made["fire"], made["tick"], made["spec"], made["pow"]
+    checks, guard = made["checks"], made["guard"]
+    powmod, divmod_check, round_check = checks["powmod"], checks["divmod"], checks["round"]
     limit, most = p.max_alloc, p.max_iterations
+    allowed, after = rt.name_allowed, rt.after
     real_range, real_bytes, real_bytearray, real_iter, real_format, real_pow = (
         range,
         bytes,
@@ -693,9 +1138,26 @@ def _stateful_shims(rules: Compiled, made: dict[str, Any]) -> dict[str, Any]:
         format,
         pow,
     )
+    real_divmod, real_round, real_getattr = divmod, round, getattr
 
     def pow_(base: Any, exp: Any, mod: Any = None) -> Any:
-        return guarded_pow(base, exp) if mod is None else real_pow(base, exp, mod)
+        if mod is None:
+            return guarded_pow(base, exp)
+        powmod(base, exp, mod)
+        return real_pow(base, exp, mod)
+
+    def divmod_(a: Any, b: Any) -> Any:
+        divmod_check(a, b)
+        return real_divmod(a, b)
+
+    def round_(number: Any, ndigits: Any = None) -> Any:
+        number, ndigits = _judged("round", (number, ndigits))
+        round_check(number, ndigits)
+        return real_round(number, ndigits)
+
+    def getattr_(obj: Any, name: Any, *default: Any) -> Any:
+        allowed(obj, name)
+        return guard(obj, name, after(obj, name, real_getattr(obj, name, *default)))
 
     def range_(*args: Any) -> range:
         made = real_range(*args)
@@ -727,20 +1189,36 @@ def _stateful_shims(rules: Compiled, made: dict[str, Any]) -> dict[str, Any]:
 
     shims: dict[str, Callable[..., Any]] = {
         "pow": pow_,
+        "divmod": divmod_,
+        "round": round_,
+        "getattr": getattr_,
         "range": range_,
         "bytes": sized(real_bytes),
         "bytearray": sized(real_bytearray),
         "format": format_,
         "iter": iter_,
     }
+    if IMPORT in rules.stateful:
+        check = importer(rules, guard)
+
+        def __import__(
+            name: Any, globals: Any = None, locals: Any = None, fromlist: Any = (), level: int = 0
+        ) -> Any:
+            return check(name, fromlist, level)
+
+        shims[IMPORT] = __import__
     for name, shim in shims.items():
         shim.__name__ = shim.__qualname__ = name
     return shims
 
 
 #: builtins replaced by a shim; those needing the evaluation's budget list are made per run
-STATELESS_SHIMS = frozenset({"getattr", "hasattr", "setattr", "delattr", "type", "dir"})
-STATEFUL_SHIMS = frozenset({"pow", "range", "bytes", "bytearray", "format", "iter"})
+STATELESS_SHIMS = frozenset({"hasattr", "setattr", "delattr", "type", "dir"})
+STATEFUL_SHIMS = frozenset(
+    {"pow", "divmod", "round", "getattr", "range", "bytes", "bytearray", "format", "iter"}
+)
+#: the import statement's builtin: made per run (the members it hands over are guarded)
+IMPORT = "__import__"
 
 
 def runtime(rules: Compiled) -> _Runtime:
@@ -769,21 +1247,14 @@ def build_builtins(rules: Compiled) -> tuple[dict[str, Any], tuple[str, ...]]:
     if "ClassDef" in rules.nodes:
         table["__build_class__"] = builtins.__build_class__
     if "Import" in rules.nodes or "ImportFrom" in rules.nodes:
-        check = importer(rules)
-
-        def __import__(
-            name: Any, globals: Any = None, locals: Any = None, fromlist: Any = (), level: int = 0
-        ) -> Any:
-            return check(name, fromlist, level)
-
-        table["__import__"] = __import__
+        stateful.append(IMPORT)
     return table, tuple(stateful)
 
 
-def importer(rules: Compiled) -> Callable[[str, Any, int], Any]:
+def importer(rules: Compiled, guard: Callable[[Any, str, Any], Any]) -> Callable[[str, Any, int], Any]:
     """``import`` statements of evaluated code: the ``eval-import`` allow-list, then the real
     import (so ``python-import=`` decides as well); ``from m import x`` gets a module of the
-    checked names only."""
+    checked names only, each passed through the run's ``guard`` (``from math import prod``)."""
     rt = runtime(rules)
 
     def check(name: Any, fromlist: Any, level: int) -> Any:
@@ -818,6 +1289,7 @@ def importer(rules: Compiled) -> Callable[[str, Any, int], Any]:
                 value = rt.module_result(value)
             else:
                 rt.member(module, member, name, read=False)
+                value = guard(module, member, value)
             setattr(view, member, value)
         return view
 
@@ -827,100 +1299,153 @@ def importer(rules: Compiled) -> Callable[[str, Any, int], Any]:
 # -- one run ------------------------------------------------------------------------------------
 
 
-def helpers(rules: Compiled, state: list[Any], wanted: frozenset[str]) -> dict[str, Any]:
-    """The helpers rewritten code uses (``wanted``), bound to one run's budget list."""
-    rt = runtime(rules)
+def _makers(rules: Compiled, rt: _Runtime) -> dict[str, Callable[..., Any]]:
+    """The helper templates of a profile, pre-bound with everything but what a run binds."""
     p = rules.profile
     m = rt.messages
-    fire = bind(_fire, _s=state, _Interrupted=EvalInterrupted)
-    slow = bind(
-        _slow,
-        _s=state,
-        _clock=time.monotonic,
-        _max=p.max_iterations,
-        _timeout=p.timeout,
-        _fire=fire,
-        _Interrupted=EvalInterrupted,
-        _m_it=m["iterations"],
-        _m_time=m["timeout"],
-    )
-    made: dict[str, Any] = {"fire": fire}
-    tick = made["tick"] = bind(_tick, _s=state, _slow=slow, _every=CLOCK_EVERY)
-    if "enter" in wanted or "fn" in wanted:
-        made["enter"] = bind(
-            _enter,
-            _s=state,
-            _slow=slow,
-            _every=CLOCK_EVERY,
-            _max_depth=p.max_call_depth,
-            _fire=fire,
-            _m_depth=m["call-depth"],
-        )
-        made["leave"] = bind(_leave, _s=state, _Interrupted=EvalInterrupted)
-        made["fn"] = bind(_fn, _enter=made["enter"], _leave=made["leave"])
-    made["check"] = bind(
-        _check, _s=state, _Interrupted=EvalInterrupted, _current=sys.exception, _isinstance=isinstance
-    )
-    sizes = {"_limit": p.max_alloc, "_fire": fire, "_m": m["alloc"]}
-    if wanted & {"add", "mul", "pow", "lshift", "mod", "iop", "iattr", "isub"} or rules.stateful:
-        unit = bind(_unit, _isinstance=isinstance, _texts=_TEXTS)
-        kinds: dict[str, tuple[Any, dict[str, Any]]] = {
-            "mul": (
-                _mul,
-                {"_int": int, "_seqs": _SEQUENCES, "_index": operator.index, "_len": len, "_unit": unit},
-            ),
-            "pow": (_pow, {"_int": int}),
-            "lshift": (_lshift, {"_int": int}),
-            "add": (_add, {"_seqs": _SEQUENCES, "_len": len, "_unit": unit}),
-            "mod": (
-                _mod,
-                {
-                    "_texts": _TEXTS,
-                    "_str": str,
-                    "_int": int,
-                    "_tuple": tuple,
-                    "_numbers": rt.numbers,
-                    "_len": len,
-                },
-            ),
-        }
-        inplace = {}
-        for name, (template, extra) in kinds.items():
-            plain, augmented = getattr(operator, name), getattr(operator, "i" + name)
-            made[name] = bind(template, _isinstance=isinstance, _op=plain, **extra, **sizes)
-            inplace[name] = bind(template, _isinstance=isinstance, _op=augmented, **extra, **sizes)
-        made["iop"] = bind(_iop, _ops=inplace)
-        chkset = bind(_chkset, _type=type, _module=ModuleType, _refuse=rt.refuse)
-        made["chkset"] = chkset
-        made["iattr"] = bind(_iattr, _chkset=chkset, _getattr=getattr, _setattr=setattr, _iop=made["iop"])
-        made["isub"] = bind(_isub, _iop=made["iop"])
-        made["slice"] = slice
-    if "chkset" in wanted and "chkset" not in made:
-        made["chkset"] = bind(_chkset, _type=type, _module=ModuleType, _refuse=rt.refuse)
-    if "attr" in wanted or "modattr" in wanted:
-        attr = made["attr"] = bind(
+    sizes = {"_limit": p.max_alloc, "_m": m["alloc"]}
+    unit = bind(_unit, _isinstance=isinstance, _texts=_TEXTS)
+    ints = {
+        "_isinstance": isinstance,
+        "_int": int,
+        "_bits": int.bit_length,
+        "_gate": min(cost.SMALL_BITS, 8 * p.max_alloc),
+    }
+    seqs = {"_seqs": _SEQUENCES, "_len": len, "_unit": unit}
+    makers = {
+        "fire": prebind(_fire, _Interrupted=EvalInterrupted),
+        "slow": prebind(
+            _slow,
+            _clock=time.monotonic,
+            _max=p.max_iterations,
+            _timeout=p.timeout,
+            _Interrupted=EvalInterrupted,
+            _m_it=m["iterations"],
+            _m_time=m["timeout"],
+        ),
+        "tick": prebind(_tick, _every=CLOCK_EVERY),
+        "enter": prebind(_enter, _every=CLOCK_EVERY, _max_depth=p.max_call_depth, _m_depth=m["call-depth"]),
+        "leave": prebind(_leave, _Interrupted=EvalInterrupted),
+        "fn": prebind(_fn),
+        "check": prebind(
+            _check, _Interrupted=EvalInterrupted, _current=sys.exception, _isinstance=isinstance
+        ),
+        "afford": prebind(
+            _afford,
+            _clock=time.monotonic,
+            _timeout=p.timeout,
+            _Interrupted=EvalInterrupted,
+            _refused=rt.cost_message,
+            **sizes,
+        ),
+        "big": prebind(_big, _result=cost.result_bits, _seconds=cost.operator, **sizes),
+        "grow": prebind(_grow, _large=cost.LARGE_RESULT_BITS // 8, _cost=cost.sequence, **sizes),
+        # the operators: a run binds _fire, _big, _grow, _afford and _op (plain, in-place, _ignore)
+        "mul": prebind(_mul, **ints, **seqs, _index=operator.index),
+        "pow": prebind(_pow, **ints),
+        "lshift": prebind(_lshift, **ints),
+        "add": prebind(_add, **seqs, _isinstance=isinstance),
+        "mod": prebind(
+            _mod,
+            **ints,
+            **sizes,
+            _conversions=rt.conversions,
+            _texts=_TEXTS,
+            _str=str,
+            _tuple=tuple,
+            _numbers=rt.numbers,
+            _len=len,
+        ),
+        "floordiv": prebind(_floordiv, **ints, _symbol="//"),
+        "divmod": prebind(_floordiv, **ints, _symbol="divmod()"),
+        "iop": prebind(_iop),
+        "chkset": prebind(_chkset, _type=type, _module=ModuleType, _refuse=rt.refuse),
+        "iattr": prebind(_iattr, _getattr=getattr, _setattr=setattr),
+        "isub": prebind(_isub),
+        "attr": prebind(
             _attr,
             _getattr=getattr,
             _type=type,
             _special_types=_SPECIAL_TYPES,
             _special_names=_SPECIAL_NAMES,
-            _after=rt.after,
-        )
-        made["modattr"] = bind(
-            _modattr,
-            _module=ModuleType,
-            _type=type,
-            _getattr=getattr,
-            _attr=attr,
-            _granted=rules.attribute_granted,
-            _member=rt.member,
-        )
-    spec = bind(_spec, _numbers=rt.numbers, _len=len, _int=int, **sizes)
+        ),
+        "modattr": prebind(
+            _modattr, _module=ModuleType, _type=type, _getattr=getattr, _granted=rules.attribute_granted
+        ),
+        "spec": prebind(_spec, _numbers=rt.numbers, _len=len, _int=int, **sizes),
+        "fmt": prebind(_fmt, _str=str, _repr=repr, _ascii=ascii, _format=format),
+    }
+    return makers
+
+
+#: the operators' helpers (``@mul``…), and their in-place forms (``operator.imul``…)
+OPERATORS = ("mul", "pow", "lshift", "add", "mod", "floordiv")
+_PLAIN = {name: getattr(operator, name) for name in OPERATORS}
+_INPLACE = {name: getattr(operator, "i" + name) for name in OPERATORS}
+
+
+def helpers(rules: Compiled, state: list[Any], wanted: frozenset[str]) -> dict[str, Any]:
+    """The helpers rewritten code uses (``wanted``), bound to one run's budget list; the
+    operators and the checks are made on first use."""
+    rt = runtime(rules)
+    mk = rt.makers
+    fire = mk["fire"](_s=state)
+    slow = mk["slow"](_s=state, _fire=fire)
+    afford = mk["afford"](_s=state, _fire=fire)
+    bound = {
+        "_fire": fire,
+        "_afford": afford,
+        "_big": mk["big"](_fire=fire, _afford=afford),
+        "_grow": mk["grow"](_fire=fire, _afford=afford),
+    }
+    tick = mk["tick"](_s=state, _slow=slow)
+    made = _Lazy(lambda name: mk[name](**bound, _op=_PLAIN[name]))
+    made.update(fire=fire, tick=tick, afford=afford)
+    inplace = _Lazy(lambda name: mk[name](**bound, _op=_INPLACE[name]))
+
+    def check(name: str) -> Any:
+        if name == "powmod":
+            return rt.modular_power_check(afford)
+        if name == "round":
+            return rt.round_check(afford)
+        if name == "afford":
+            return afford
+        return mk[name](**bound, _op=_ignore)
+
+    checks = made["checks"] = _Lazy(check)
+    made["guard"] = guard = rt.guard(checks)
+    if "enter" in wanted or "fn" in wanted:
+        enter = made["enter"] = mk["enter"](_s=state, _slow=slow, _fire=fire)
+        leave = made["leave"] = mk["leave"](_s=state)
+        made["fn"] = mk["fn"](_enter=enter, _leave=leave)
+    made["check"] = mk["check"](_s=state)
+    if wanted & _UPDATES:
+        iop = made["iop"] = mk["iop"](_ops=inplace)
+        chkset = made["chkset"] = mk["chkset"]()
+        made["iattr"] = mk["iattr"](_chkset=chkset, _iop=iop)
+        made["isub"] = mk["isub"](_iop=iop)
+        made["slice"] = slice
+    elif "chkset" in wanted:
+        made["chkset"] = mk["chkset"]()
+    if "attr" in wanted or "modattr" in wanted:
+        rt_after, rt_member = rt.after, rt.member
+
+        def after(obj: Any, name: str, value: Any) -> Any:
+            return guard(obj, name, rt_after(obj, name, value))
+
+        def member(obj: Any, name: str, module: str | None) -> Any:
+            return guard(obj, name, rt_member(obj, name, module))
+
+        attr = made["attr"] = mk["attr"](_after=after)
+        made["modattr"] = mk["modattr"](_attr=attr, _member=member)
+    spec = made["spec"] = mk["spec"](_fire=fire)
     if "fmt" in wanted:
-        made["fmt"] = bind(_fmt, _str=str, _repr=repr, _ascii=ascii, _format=format, _spec=spec)
-    made["spec"] = spec
-    made["tick"] = tick
+        made["fmt"] = mk["fmt"](_spec=spec)
     return made
+
+
+#: augmented assignments to a name, an attribute or an item
+_UPDATES = frozenset({"iop", "iattr", "isub"})
 
 
 def stateful_builtins(rules: Compiled, made: dict[str, Any]) -> dict[str, Any]:

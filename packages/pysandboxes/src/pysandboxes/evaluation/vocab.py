@@ -38,6 +38,8 @@ ALWAYS_DENIED_ATTRIBUTES = frozenset(
         "__code__",
         "__globals__",
         "__closure__",
+        "__defaults__",  # a helper's state is bound there (runtime.py)
+        "__kwdefaults__",
         "__builtins__",
         "__func__",
         "__self__",
