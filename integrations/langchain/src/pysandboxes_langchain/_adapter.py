@@ -26,8 +26,6 @@ if TYPE_CHECKING:
 
     from pysandboxes import sandboxes
 
-__all__ = ["FRAMEWORK", "SandboxMiddleware", "SandboxRefusal", "host_tool", "sandboxed_tool"]
-
 
 class SandboxRefusal(ToolException):
     """The sandbox refused something the tool's body did; the message is what the model reads
@@ -144,7 +142,7 @@ def _decorator(
     return make(name_or_callable)
 
 
-class SandboxMiddleware(AgentMiddleware):  # type: ignore[type-arg]
+class SandboxMiddleware(AgentMiddleware):
     """Opens the sandbox when an agent run starts and leaves it when the run ends:
     ``create_agent(model, tools, middleware=[SandboxMiddleware()])``.
 

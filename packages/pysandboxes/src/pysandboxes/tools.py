@@ -131,49 +131,8 @@ def sandboxed(
     signature = _signature(original, hints)
     context = _context_parameters(original, signature, hints, framework)
     inner = function if hasattr(function, "__sandbox_key__") else sandbox(original, timeout=timeout)
-    strip = _stripper(signature, context)
-    refusal = framework.refusal if on_denial == "text" else None
-    module = original.__module__
-    name = original.__name__
-
-    if code_flags(original) & CO_COROUTINE:
-
-        async def async_wrapper(*args: Any, **kwargs: Any) -> Any:
-            if State.in_sandbox:  # python-sb: the whole program is sandboxed; run it here
-                body = original
-            else:
-                if _current() is None:
-                    await _ensure_async(module, framework, name)
-                body = inner
-                if context:
-                    args, kwargs = strip(args, kwargs)
-            try:
-                return await body(*args, **kwargs)
-            except Exception as exc:
-                if refusal is None or not sandbox_denials(exc):
-                    raise
-                return refusal(denial_text(exc), exc)
-
-        wrapper: Any = async_wrapper
-    else:
-
-        def sync_wrapper(*args: Any, **kwargs: Any) -> Any:
-            if State.in_sandbox:
-                body = original
-            else:
-                if _current() is None:
-                    ensure_sandbox(module, framework, name)
-                body = inner
-                if context:
-                    args, kwargs = strip(args, kwargs)
-            try:
-                return body(*args, **kwargs)
-            except Exception as exc:
-                if refusal is None or not sandbox_denials(exc):
-                    raise
-                return refusal(denial_text(exc), exc)
-
-        wrapper = sync_wrapper
+    strip = _stripper(signature, context) if context else None
+    wrapper = _wrapper(original, inner, strip, framework, on_denial)
     return _as(wrapper, original, signature, hints, framework)
 
 
@@ -191,6 +150,19 @@ def hosted(
     original = _plain_function(function, framework, host=True)
     hints = _type_hints(original)
     signature = _signature(original, hints)
+    wrapper = _wrapper(original, original, None, framework, on_denial)
+    return _as(wrapper, original, signature, hints, framework)
+
+
+def _wrapper(
+    original: Callable[..., Any],
+    inner: Callable[..., Any],
+    strip: Callable[[tuple[Any, ...], dict[str, Any]], tuple[tuple[Any, ...], dict[str, Any]]] | None,
+    framework: Framework,
+    on_denial: str,
+) -> Any:
+    """Call ``inner`` (with the context parameters taken out by ``strip``) once a sandbox is
+    open, or ``original`` under python-sb; a refusal goes through the framework's error path."""
     refusal = framework.refusal if on_denial == "text" else None
     module = original.__module__
     name = original.__name__
@@ -198,30 +170,40 @@ def hosted(
     if code_flags(original) & CO_COROUTINE:
 
         async def async_wrapper(*args: Any, **kwargs: Any) -> Any:
-            if not State.in_sandbox and _current() is None:
-                await _ensure_async(module, framework, name)
+            if State.in_sandbox:  # python-sb: the whole program is sandboxed; run it here
+                body = original
+            else:
+                if _current() is None:
+                    await _ensure_async(module, framework, name)
+                body = inner
+                if strip is not None:
+                    args, kwargs = strip(args, kwargs)
             try:
-                return await original(*args, **kwargs)
+                return await body(*args, **kwargs)
             except Exception as exc:
                 if refusal is None or not sandbox_denials(exc):
                     raise
                 return refusal(denial_text(exc), exc)
 
-        wrapper: Any = async_wrapper
-    else:
+        return async_wrapper
 
-        def sync_wrapper(*args: Any, **kwargs: Any) -> Any:
-            if not State.in_sandbox and _current() is None:
+    def sync_wrapper(*args: Any, **kwargs: Any) -> Any:
+        if State.in_sandbox:
+            body = original
+        else:
+            if _current() is None:
                 ensure_sandbox(module, framework, name)
-            try:
-                return original(*args, **kwargs)
-            except Exception as exc:
-                if refusal is None or not sandbox_denials(exc):
-                    raise
-                return refusal(denial_text(exc), exc)
+            body = inner
+            if strip is not None:
+                args, kwargs = strip(args, kwargs)
+        try:
+            return body(*args, **kwargs)
+        except Exception as exc:
+            if refusal is None or not sandbox_denials(exc):
+                raise
+            return refusal(denial_text(exc), exc)
 
-        wrapper = sync_wrapper
-    return _as(wrapper, original, signature, hints, framework)
+    return sync_wrapper
 
 
 def _check_on_denial(on_denial: str) -> None:
