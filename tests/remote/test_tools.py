@@ -121,6 +121,13 @@ TOOLS = """
         return f"{text} ctx={ctx!r} pid={os.getpid()}"
 
 
+    @sandboxed_tool
+    @sandbox
+    def boxed_first(label: str = "") -> int:
+        '''@sandbox under the adapter: the same body, registered once.'''
+        return os.getpid()
+
+
     @sandbox
     def _read(path: str) -> str:
         with open(path) as f:
@@ -188,6 +195,21 @@ def test_the_body_runs_in_the_open_sandboxes_child(toy: Project) -> None:
         """
     )
     assert toy.ok() == ["True", "True"]  # no LOG line: the open block is used
+
+
+def test_a_sandbox_function_made_a_tool_is_the_same_body(toy: Project) -> None:
+    toy.host(
+        """
+        import inspect, os
+        import toy, tools
+        from pysandboxes import sandboxes
+
+        with sandboxes():
+            print(toy.call("boxed_first") == toy.call("pid") != os.getpid())
+        print(inspect.signature(toy.TOOLS["boxed_first"]), hasattr(toy.TOOLS["boxed_first"], "__wrapped__"))
+        """
+    )
+    assert toy.ok() == ["True", "(label: str = '') -> int False"]
 
 
 def test_without_an_open_sandbox_the_first_call_opens_one_and_says_so(toy: Project) -> None:
