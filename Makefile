@@ -4,24 +4,27 @@ SHELL := /bin/bash
 
 export UV_PYTHON_DOWNLOADS := never
 export UV_PYTHON ?= $(shell python3 -c 'import sys; print(sys.executable)')
+# the mcp adapter (mcp 2) and crewai (mcp<2) conflict: declared per package, a uv preview feature
+export UV_PREVIEW_FEATURES ?= package-conflicts
 UV ?= $(shell command -v uv 2>/dev/null || echo python3 -m uv)
 VENV := .venv
 STAMP := $(VENV)/.synced
 
-.PHONY: help demo test lint bench bootstrap clean
+.PHONY: help demo test test-integrations lint bench bootstrap clean
 
 help:
 	@echo "make demo   - a program under its rules, an agent's tools confined, then init, check, explain a rule file"
-	@echo "make test   - run the whole test suite"
+	@echo "make test   - run the whole test suite (the core's, then every adapter's)"
+	@echo "make test-integrations - each adapter's tests, in its own environment (.venv-int/<name>)"
 	@echo "make lint   - ruff and mypy"
 	@echo "make bench  - benchmarks, side by side with pysandboxes 0.7.0"
 
 bootstrap: $(STAMP)
 
-$(STAMP): pyproject.toml uv.lock packages/*/pyproject.toml
+$(STAMP): pyproject.toml uv.lock packages/*/pyproject.toml integrations/*/pyproject.toml
 	@$(UV) --version >/dev/null 2>&1 || python3 -m pip install --quiet uv \
 		|| python3 -m pip install --quiet --break-system-packages uv
-	$(UV) sync --locked --all-packages --group dev
+	$(UV) sync --locked --group dev
 	@touch $(STAMP)
 
 demo: $(STAMP)
@@ -31,6 +34,17 @@ test: $(STAMP)
 	@bash scripts/system-packages.sh
 	UV="$(UV)" bash scripts/framework-envs.sh
 	$(UV) run --locked --no-sync pytest -q
+	@$(MAKE) --no-print-directory test-integrations
+
+# Each adapter's tests run in an environment synced for it alone (frameworks conflict), under the
+# root pytest configuration (filterwarnings=error, xfail_strict).
+test-integrations: $(STAMP)
+	UV="$(UV)" bash scripts/integration-envs.sh
+	@status=0; for tests in integrations/*/tests; do \
+		name=$$(basename $$(dirname $$tests)); \
+		echo "== pysandboxes-$$name"; \
+		.venv-int/$$name/bin/pytest -q $$tests || status=1; \
+	done; exit $$status
 
 lint: $(STAMP)
 	$(UV) lock --check
@@ -42,4 +56,4 @@ bench: $(STAMP)
 	$(UV) run --no-sync python bench/run_all.py
 
 clean:
-	rm -rf $(VENV) .pytest_cache .ruff_cache .mypy_cache .hypothesis
+	rm -rf $(VENV) .venv-int .pytest_cache .ruff_cache .mypy_cache .hypothesis

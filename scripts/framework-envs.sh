@@ -5,9 +5,10 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 UV=${UV:-$(command -v uv || echo "python3 -m uv")}
+export UV_PREVIEW_FEATURES=${UV_PREVIEW_FEATURES:-package-conflicts}
 names=("$@")
 [ ${#names[@]} -eq 0 ] && names=(mcp langchain pydantic-ai smolagents openai-agents crewai)
 for name in "${names[@]}"; do
-  UV_PROJECT_ENVIRONMENT=".venv-fw/$name" $UV sync --quiet --locked --all-packages \
+  UV_PROJECT_ENVIRONMENT=".venv-fw/$name" $UV sync --quiet --locked \
     --no-default-groups --group "fw-$name"
 done

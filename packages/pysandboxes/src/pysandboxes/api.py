@@ -280,6 +280,9 @@ def _registry_has_coroutines(init_fn: Any) -> bool:
 
 # -- the decorator -----------------------------------------------------------------------------
 
+#: set by ``pysandboxes.tools`` on the wrappers it hands to a framework (the adapter's name)
+TOOL_MARKER = "__pysandboxes_tool__"
+
 
 def sandbox(function: Callable[..., Any] | None = None, *, timeout: float | None = None) -> Any:
     """Run this function in the sandbox's child when called inside ``sandboxes()``.
@@ -290,8 +293,19 @@ def sandbox(function: Callable[..., Any] | None = None, *, timeout: float | None
     """
     if function is None:
         return lambda f: sandbox(f, timeout=timeout)
-    if not callable(function):
-        raise TypeError(f"@sandbox decorates a function, not {type(function).__name__}")
+    if not callable(function) or not hasattr(function, "__qualname__"):
+        kind = type(function)
+        raise TypeError(
+            f"@sandbox decorates a function, not a {kind.__module__}.{kind.__qualname__} (a framework's "
+            "tool object?): put @sandbox under the framework's decorator, or use the framework's "
+            "adapter (docs/integrations.md)"
+        )
+    if getattr(function, TOOL_MARKER, None) is not None:
+        raise TypeError(
+            f"@sandbox: {function.__name__} is already a tool made by "
+            f"pysandboxes-{getattr(function, TOOL_MARKER)}, whose decorator runs its body in the "
+            "sandbox: remove @sandbox"
+        )
     key = registry.register(function)
     flags = code_flags(function)
 

@@ -1,0 +1,251 @@
+"""Framework adapters (``integrations/``): what a sandboxed tool costs over the plain framework tool.
+
+For each adapter whose environment exists (``.venv-int/<name>``, made by
+``scripts/integration-envs.sh``), a driver runs in that environment, in a project under
+``/tmp/pysandboxes-bench/adapters/<name>/`` holding ``.py-sandboxes`` (``os-sandbox=landlock``),
+``plain_tools.py`` (``add(a, b)`` made a tool by the framework alone) and ``sb_tools.py`` (the
+same made by the adapter, plus a bare ``@sandbox`` function). It measures, in 5 fresh processes:
+
+1. **import**: ``import sb_tools`` in the host, the framework included (what the child pays again);
+2. **enter**: ``with sandboxes():`` entering and the first call of the sandboxed tool (the child
+   starts, imports ``sb_tools`` and the framework before the rules apply, answers);
+3. **per call**, after warm-up, through the framework's own dispatch (MCP: ``MCPServer.call_tool``;
+   LangChain: ``tool.invoke``): the plain tool, the sandboxed tool, and the bare ``@sandbox``
+   round trip; the adapter's own part is (sandboxed - plain) - round trip.
+
+pysandboxes 0.7.0 has no adapters (its samples hand-write the wrapper and the error-to-text
+glue), so its column is n/a.
+"""
+
+from __future__ import annotations
+
+import json
+import shutil
+import statistics
+import sys
+import textwrap
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from _common import (  # bench scripts run as plain files: _common is found next to them
+    BYTECODE_NOTE,
+    REPO,
+    WORK_DIR,
+    CommandFailed,
+    Row,
+    Table,
+    format_seconds,
+    run_child,
+    warm_bytecode,
+)
+
+PROCESSES = 5
+CALLS = 300
+WARMUP = 30
+
+#: per framework: the two tools modules, and the driver's timed call of a tool by name
+FRAMEWORKS = {
+    "mcp": {
+        "plain": """
+            from mcp.server.mcpserver import MCPServer
+
+            server = MCPServer("bench")
+
+            @server.tool()
+            def add(a: int, b: int) -> int:
+                '''Add two integers.'''
+                return a + b
+        """,
+        "sandboxed": """
+            from mcp.server.mcpserver import MCPServer
+            from pysandboxes import sandbox
+            from pysandboxes_mcp import sandboxed_tool
+
+            server = MCPServer("bench")
+
+            @sandboxed_tool(server)
+            def add(a: int, b: int) -> int:
+                '''Add two integers.'''
+                return a + b
+
+            @sandbox
+            def bare(a: int, b: int) -> int:
+                return a + b
+        """,
+        "call": """
+            import asyncio
+
+            def caller(module):
+                loop = asyncio.new_event_loop()
+                server = module.server
+                return lambda: loop.run_until_complete(server.call_tool("add", {"a": 1, "b": 2}))
+
+            def function(module):  # what server.tool() registered: the function, or our wrapper
+                return module.add
+        """,
+    },
+    "langchain": {
+        "plain": """
+            from langchain_core.tools import tool
+
+            @tool
+            def add(a: int, b: int) -> int:
+                '''Add two integers.'''
+                return a + b
+        """,
+        "sandboxed": """
+            from pysandboxes import sandbox
+            from pysandboxes_langchain import sandboxed_tool
+
+            @sandboxed_tool
+            def add(a: int, b: int) -> int:
+                '''Add two integers.'''
+                return a + b
+
+            @sandbox
+            def bare(a: int, b: int) -> int:
+                return a + b
+        """,
+        "call": """
+            def caller(module):
+                tool = module.add
+                return lambda: tool.invoke({"a": 1, "b": 2})
+
+            def function(module):  # what the StructuredTool calls: the function, or our wrapper
+                return module.add.func
+        """,
+    },
+}
+
+DRIVER = """
+import json, sys, time
+sys.path.insert(0, ".")
+from calls import caller, function
+
+started = time.perf_counter()
+import sb_tools
+imported = time.perf_counter() - started
+import plain_tools
+from pysandboxes import sandboxes
+
+
+def timed(call, n):
+    for _ in range(WARMUP):
+        call()
+    out = []
+    for _ in range(n):
+        t = time.perf_counter()
+        call()
+        out.append(time.perf_counter() - t)
+    return out
+
+
+sandboxed, wrapper, raw = caller(sb_tools), function(sb_tools), function(plain_tools)
+started = time.perf_counter()
+with sandboxes():
+    sandboxed()
+    entered = time.perf_counter() - started
+    plain = timed(caller(plain_tools), CALLS)
+    tool = timed(sandboxed, CALLS)
+    bare = timed(lambda: sb_tools.bare(1, 2), CALLS)
+    direct = timed(lambda: wrapper(a=1, b=2), CALLS)
+    function = timed(lambda: raw(a=1, b=2), CALLS)
+print(json.dumps({"import": imported, "enter": entered, "plain": plain, "tool": tool, "bare": bare,
+                  "direct": direct, "function": function}))
+"""
+
+
+def project(name: str, provider: str) -> Path:
+    root = WORK_DIR / "adapters" / f"{name}-{provider}"
+    shutil.rmtree(root, ignore_errors=True)
+    root.mkdir(parents=True)
+    (root / ".py-sandboxes").write_text(f"os-sandbox={provider}\n")
+    sources = FRAMEWORKS[name]
+    for file, key in (("plain_tools.py", "plain"), ("sb_tools.py", "sandboxed"), ("calls.py", "call")):
+        (root / file).write_text(textwrap.dedent(sources[key]).lstrip())
+    driver = DRIVER.replace("WARMUP", str(WARMUP)).replace("CALLS", str(CALLS))
+    (root / "driver.py").write_text(driver)
+    return root
+
+
+def runs(name: str, python: Path, provider: str) -> tuple[list[dict[str, object]], str]:
+    """The driver's reports from PROCESSES fresh processes, and the command."""
+    root = project(name, provider)
+    command = [str(python), "driver.py"]
+    warm_bytecode(command, cwd=root)
+    reports = [json.loads(run_child(command, cwd=root).strip().splitlines()[-1]) for _ in range(PROCESSES)]
+    return reports, f"{python.parent.parent.relative_to(REPO)}/bin/python driver.py in {root}"
+
+
+def pooled(reports: list[dict[str, object]], key: str) -> float:
+    values = [report[key] for report in reports]
+    if isinstance(values[0], list):
+        return statistics.median([value for run in values for value in run])  # type: ignore[attr-defined]
+    return statistics.median(values)  # type: ignore[type-var]
+
+
+def measure(name: str, python: Path) -> Table:
+    confined, where = runs(name, python, "landlock")
+    unconfined, where_none = runs(name, python, "none")
+    imported, entered = pooled(confined, "import"), pooled(confined, "enter")
+    plain, tool, bare = pooled(confined, "plain"), pooled(confined, "tool"), pooled(confined, "bare")
+    direct, bare_direct = pooled(confined, "direct"), pooled(confined, "bare")
+    layers = pooled(unconfined, "direct") - pooled(unconfined, "function")
+    rows = [
+        Row("import of the tools module (framework included)", imported, None, where),
+        Row(
+            "`with sandboxes():` enter + first sandboxed call",
+            entered,
+            None,
+            where,
+            target=f"≤ import + 50 ms = {format_seconds(imported + 0.05)}: "
+            + ("met" if entered <= imported + 0.05 else "not met"),
+        ),
+        Row("plain framework tool call, p50", plain, None, where),
+        Row("sandboxed tool call, p50", tool, None, where),
+        Row("sandboxed - plain, per call", tool - plain, None, where),
+        Row("bare @sandbox call, back to back, p50", bare, None, where),
+        Row("the adapter's wrapper called alone, back to back, p50", direct, None, where),
+        Row(
+            "the wrapper's own cost: wrapper - function, os-sandbox=none (no child)",
+            layers,
+            None,
+            where_none,
+            target="≤ 0.3 ms: " + ("met" if layers <= 3e-4 else "not met"),
+        ),
+    ]
+    notes = [
+        f"medians of {PROCESSES} processes ({CALLS} calls each after {WARMUP} warm-ups, pooled)",
+        f"wrapper alone - bare @sandbox call = {format_seconds(direct - bare_direct)}; the rest of "
+        "sandboxed - plain is the round trip to the child, which costs more between the framework's "
+        "own steps (the child's worker has stopped polling) than back to back",
+        BYTECODE_NOTE,
+    ]
+    return Table(
+        f"Adapter pysandboxes-{name}",
+        rows,
+        notes,
+        reference_missing="pysandboxes 0.7.0 has no adapters (its samples hand-write the glue)",
+    )
+
+
+def main() -> int:
+    failed = False
+    for name in FRAMEWORKS:
+        python = REPO / ".venv-int" / name / "bin" / "python"
+        if not python.exists():
+            print(
+                f"## Adapter pysandboxes-{name}\n\n- not measured: run scripts/integration-envs.sh {name}\n"
+            )
+            continue
+        try:
+            print(measure(name, python).render(), end="\n\n", flush=True)
+        except CommandFailed as exc:
+            print(f"## Adapter pysandboxes-{name}\n\n- failed: {exc}\n")
+            failed = True
+    return 1 if failed else 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
