@@ -138,3 +138,100 @@ def test_library_code_generation_works_while_the_program_cannot_eval(project: An
         "exec": refused("builtins.exec", "dynamic-code"),
         "compile": refused("builtins.compile", "dynamic-code"),
     }
+
+
+# -- code objects: the standard library builds them, the program needs a grant ----------------
+
+
+def test_the_standard_library_builds_code_objects_without_a_grant(project: Any, provider: str) -> None:
+    # types.coroutine (imported by asyncio) and unittest.mock call code.replace(); nothing here
+    # may need python-api=ALLOW:builtins.compile
+    program = """
+    import asyncio, dataclasses, types, unittest.mock
+    async def answer():
+        await asyncio.sleep(0)
+        return 42
+    @types.coroutine
+    def legacy():
+        yield
+    @dataclasses.dataclass
+    class Point:
+        x: int
+    attempt("asyncio.run", asyncio.run, answer())
+    attempt("types.coroutine", lambda: bool(legacy.__code__.co_flags & 0x100))
+    attempt("unittest.mock", lambda: unittest.mock.MagicMock(return_value=7)())
+    attempt("AsyncMock", lambda: asyncio.run(unittest.mock.AsyncMock(return_value=8)()))
+    attempt("dataclass", lambda: Point(1))
+    """
+    run = project.run(program, "python-import=asyncio, dataclasses, types, unittest", provider=provider)
+    assert run.outcomes() == {
+        "asyncio.run": "OK 42",
+        "types.coroutine": "OK True",
+        "unittest.mock": "OK 7",
+        "AsyncMock": "OK 8",
+        "dataclass": "OK Point(x=1)",
+    }
+
+
+CODE_OBJECTS = """
+import marshal, types
+def f():
+    return 42
+def forged():
+    # LOAD_CONST 200 of a function with one constant: reads memory outside the tuple if it runs
+    return types.CodeType(0, 0, 0, 0, 1, 0, bytes([151, 0, 100, 200, 83, 0]), (None,), (), (), "x.py",
+                          "forged", "forged", 1, b"", b"")
+def renamed():
+    return types.FunctionType(f.__code__.replace(co_name="renamed"), {})
+attempt("CodeType", lambda: type(forged()).__name__)
+attempt("replace", lambda: (renamed().__code__.co_name, renamed()()))
+attempt("marshal.loads", lambda: types.FunctionType(marshal.loads(marshal.dumps(f.__code__)), {})())
+"""
+
+
+@pytest.mark.parametrize("granted", [False, True], ids=["refused", "granted"])
+def test_the_program_builds_code_objects_only_with_a_grant(
+    project: Any, provider: str, granted: bool
+) -> None:
+    rules = "python-import=marshal, types"
+    if granted:
+        rules += "\npython-api=ALLOW:types.CodeType\npython-api=ALLOW:marshal.loads"
+    run = project.run(CODE_OBJECTS, rules, provider=provider)
+    if granted:  # built, never run: the forged one would read out of bounds
+        assert run.outcomes() == {
+            "CodeType": "OK 'code'",
+            "replace": "OK ('renamed', 42)",
+            "marshal.loads": "OK 42",
+        }
+    else:
+        assert run.outcomes() == {
+            "CodeType": refused("types.CodeType", "dynamic-code"),
+            "replace": refused("types.CodeType", "dynamic-code"),
+            "marshal.loads": refused("marshal.loads", "deserialization"),
+        }
+
+
+def test_the_hint_of_a_code_object_refusal(project: Any, provider: str) -> None:
+    run = project.run('(lambda: 1).__code__.replace(co_name="g")\n', "", provider=provider)
+    assert run.returncode == 1
+    assert run.stderr.endswith(
+        f"pysandboxes.errors.{refused('types.CodeType', 'dynamic-code')}\n"
+        "Add `python-api=ALLOW:types.CodeType` for this function only, or "
+        "`python-api=ALLOW:dynamic-code` for the whole category.\n"
+    )
+
+
+def test_the_program_imports_pysandboxes_and_calls_sandbox_functions_directly(
+    project: Any, provider: str
+) -> None:
+    program = """
+    from pysandboxes import SandBoxError, is_in_sandbox, sandbox
+    @sandbox
+    def add(a, b):
+        return a + b
+    attempt("is_in_sandbox", is_in_sandbox)
+    attempt("@sandbox", add, 40, 2)
+    attempt("SandBoxError", lambda: issubclass(SandBoxError, RuntimeError))
+    """
+    run = project.run(program, "", provider=provider)
+    assert run.outcomes() == {"is_in_sandbox": "OK True", "@sandbox": "OK 42", "SandBoxError": "OK True"}

@@ -2,10 +2,21 @@
 
 Where CPython raises an audit event (``os.system``, ``os.exec``, ``os.posix_spawn``,
 ``os.fork``, ``subprocess.Popen``, ``os.kill``, ``ctypes.dlopen``/``dlsym``, ``sys.settrace``,
-``gc.get_referrers``, ``pickle.find_class``, ``compile``…) the hook decides, and no copy of a
-module or captured reference escapes it. The registry functions without an event
-(``os.setuid``, ``threading.Thread.start``, ``pickle.loads``…) are replaced by refusing
-wrappers in their modules: that stops ordinary code, not code that digs out the original.
+``gc.get_referrers``, ``pickle.find_class``, ``compile``, ``code.__new__``, ``marshal.loads``…)
+the hook decides, and no copy of a module or captured reference escapes it. The registry
+functions without an event (``os.setuid``, ``threading.Thread.start``, ``pickle.loads``…) are
+replaced by refusing wrappers in their modules: that stops ordinary code, not code that digs
+out the original.
+
+Code objects. CPython has no bytecode verifier: a code object whose bytecode, constants, names
+or stack size do not match (``types.CodeType(...)``, ``code.replace(co_consts=())``, or one
+read with ``marshal.loads``) reads and writes memory outside its frame once it runs, which
+undoes every check of the Python layer, and ``exec()`` of it never meets the ``eval-*``
+rules. The audit events carry the new bytecode but not its constants or names, so no event
+tells a renaming (``types.coroutine``) from a forgery. The decision is therefore by caller, as
+for ``compile``: the standard library, installed packages and the sandbox build and read
+code objects freely; the program's own code needs ``python-api=ALLOW:types.CodeType``
+(``marshal.loads``/``marshal.load`` for unmarshalling).
 """
 
 from __future__ import annotations
@@ -53,8 +64,12 @@ EVENTS: MappingProxyType[str, str] = MappingProxyType(
         "gc.get_referrers": "gc.get_referrers",
         "gc.get_referents": "gc.get_referents",
         "pickle.find_class": "pickle.Unpickler",
-        "code.__new__": "builtins.compile",
     }
+)
+
+#: audit event -> registry function, decided by who calls: the program needs the grant
+CODE_OBJECT_EVENTS: MappingProxyType[str, str] = MappingProxyType(
+    {"code.__new__": "types.CodeType", "marshal.loads": "marshal.loads", "marshal.load": "marshal.load"}
 )
 
 #: registry functions without an audit event: (module, attribute path, registry name)
@@ -183,6 +198,26 @@ def _on_compile(  # type: ignore[no-untyped-def]
     _refuse("builtins.compile")
 
 
+def _on_code_object(  # type: ignore[no-untyped-def]
+    args, _name="", _refuse=None, _getframe=None, _guards="", _library=None, _str=None, _type=None
+):
+    """A code object built or unmarshalled: the library's pass, the program's need the grant.
+
+    The caller is the first frame outside the guards (this handler, the hook and, while
+    learning, the recorder's wrapper sit between)."""
+    frame = _getframe(1)
+    while frame is not None:
+        filename = frame.f_code.co_filename
+        if _type(filename) is not _str or not filename.startswith(_guards):
+            break
+        frame = frame.f_back
+    if frame is not None:
+        filename = frame.f_code.co_filename
+        if _type(filename) is _str and (filename.startswith(_library) or filename.startswith("<frozen ")):
+            return
+    _refuse(_name)
+
+
 #: allowing a function allows the primitives it is made of (the refusal's hint must work)
 IMPLIED: MappingProxyType[str, tuple[str, ...]] = MappingProxyType(
     {
@@ -264,6 +299,20 @@ def build(
         )
     if "resource.prlimit" in denied:
         handlers["resource.prlimit"] = seal(_on_prlimit, _refuse=refuse)
+    import os
+
+    for event, function in CODE_OBJECT_EVENTS.items():
+        if function in denied:
+            handlers[event] = seal(
+                _on_code_object,
+                _name=function,
+                _refuse=refuse,
+                _getframe=sys._getframe,
+                _guards=os.path.dirname(__file__) + "/",
+                _library=library,
+                _str=str,
+                _type=type,
+            )
     dynamic_denied = all(f"builtins.{n}" in denied for n in ("compile", "eval", "exec"))
     if dynamic_denied and not allow_dynamic:
         handlers["compile"] = seal(
