@@ -2,11 +2,12 @@
 
 Where CPython raises an audit event (``os.system``, ``os.exec``, ``os.posix_spawn``,
 ``os.fork``, ``subprocess.Popen``, ``os.kill``, ``ctypes.dlopen``/``dlsym``, ``sys.settrace``,
-``gc.get_referrers``, ``pickle.find_class``, ``compile``, ``code.__new__``, ``marshal.loads``…)
-the hook decides, and no copy of a module or captured reference escapes it. The registry
-functions without an event (``os.setuid``, ``threading.Thread.start``, ``pickle.loads``…) are
-replaced by refusing wrappers in their modules: that stops ordinary code, not code that digs
-out the original.
+``gc.get_referrers``, ``pickle.find_class``, ``compile``, ``code.__new__``, ``marshal.loads``,
+``cpython.PyInterpreterState_New``…) the hook decides, and no copy of a module or captured
+reference escapes it. The registry functions without an event (``os.setuid``,
+``threading.Thread.start``, ``pickle.loads``, ``_testcapi.run_in_subinterp``…) are replaced by
+refusing wrappers in their modules: that stops ordinary code, not code that digs out the
+original.
 
 Code objects. CPython has no bytecode verifier: a code object whose bytecode, constants, names
 or stack size do not match (``types.CodeType(...)``, ``code.replace(co_consts=())``, or one
@@ -34,6 +35,8 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Mapping
     from typing import Any
 
+#: the registry function that creating a subinterpreter stands for on this Python
+SUBINTERPRETERS = "_interpreters.create" if sys.version_info >= (3, 13) else "_xxsubinterpreters.create"
 #: audit event -> the registry function it stands for
 EVENTS: MappingProxyType[str, str] = MappingProxyType(
     {
@@ -64,6 +67,9 @@ EVENTS: MappingProxyType[str, str] = MappingProxyType(
         "gc.get_referrers": "gc.get_referrers",
         "gc.get_referents": "gc.get_referents",
         "pickle.find_class": "pickle.Unpickler",
+        # PyInterpreterState_New raises it in the creating interpreter: audit hooks added by
+        # sys.addaudithook are per interpreter, so code in a new one would run unwatched.
+        "cpython.PyInterpreterState_New": SUBINTERPRETERS,
     }
 )
 
@@ -122,6 +128,18 @@ WRAPPED: tuple[tuple[str, str, str], ...] = (
     ("faulthandler", "enable", "faulthandler.enable"),
     ("faulthandler", "register", "faulthandler.register"),
     ("faulthandler", "dump_traceback_later", "faulthandler.dump_traceback_later"),
+    # Named refusals; the event above also stops a fresh copy of _xxsubinterpreters. The test
+    # modules' run_in_subinterp switches to no thread state first: it raises no event at all.
+    ("_xxsubinterpreters", "create", "_xxsubinterpreters.create"),
+    ("_interpreters", "create", "_interpreters.create"),
+    ("_testcapi", "run_in_subinterp", "_testcapi.run_in_subinterp"),
+    ("_testcapi", "run_in_subinterp_with_config", "_testcapi.run_in_subinterp_with_config"),
+    ("_testinternalcapi", "create_interpreter", "_testinternalcapi.create_interpreter"),
+    (
+        "_testinternalcapi",
+        "run_in_subinterp_with_config",
+        "_testinternalcapi.run_in_subinterp_with_config",
+    ),
 )
 
 
@@ -239,6 +257,8 @@ IMPLIED: MappingProxyType[str, tuple[str, ...]] = MappingProxyType(
         "subprocess.Popen": ("_posixsubprocess.fork_exec",),
         "os.popen": ("subprocess.Popen", "_posixsubprocess.fork_exec"),
         "multiprocessing.Process.start": ("os.fork", "_posixsubprocess.fork_exec", "subprocess.Popen"),
+        "concurrent.interpreters.create": (SUBINTERPRETERS,),
+        "_testinternalcapi.create_interpreter": (SUBINTERPRETERS,),
     }
 )
 
