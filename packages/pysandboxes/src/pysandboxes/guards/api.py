@@ -18,6 +18,11 @@ tells a renaming (``types.coroutine``) from a forgery. The decision is therefore
 for ``compile``: the standard library, installed packages and the sandbox build and read
 code objects freely; the program's own code needs ``python-api=ALLOW:types.CodeType``
 (``marshal.loads``/``marshal.load`` for unmarshalling).
+
+A granted process start is still judged by the file rules: the file it runs (found on
+``PATH`` as the call would find it, ``/bin/sh`` for a shell) must be readable, or the start is
+refused with the ``expose-ro=`` line to add, under every provider — the kernel of ``landlock``
+would refuse it anyway, with a bare ``EACCES``.
 """
 
 from __future__ import annotations
@@ -25,7 +30,7 @@ from __future__ import annotations
 import sys
 from types import MappingProxyType
 
-from ..errors import RuleApiPermissionError
+from ..errors import RuleApiPermissionError, RuleFileNotFoundError
 from ..rules.api_registry import CATEGORY_OF
 from ..rules.policy import Policy
 from ._seal import frozen_get, seal
@@ -76,6 +81,17 @@ EVENTS: MappingProxyType[str, str] = MappingProxyType(
 #: audit event -> registry function, decided by who calls: the program needs the grant
 CODE_OBJECT_EVENTS: MappingProxyType[str, str] = MappingProxyType(
     {"code.__new__": "types.CodeType", "marshal.loads": "marshal.loads", "marshal.load": "marshal.load"}
+)
+
+#: audit event -> how to find the program a granted process start runs (see _on_process)
+PROCESS_EVENTS: MappingProxyType[str, str] = MappingProxyType(
+    {
+        "subprocess.Popen": "popen",  # (executable, args, cwd, env): a PATH search of env's
+        "os.system": "shell",  # (command,): /bin/sh
+        "os.exec": "path",  # (path, args, env): os.execvp searches PATH itself, one event a try
+        "os.posix_spawn": "spawnp",  # (path, argv, env): posix_spawnp searches this process's PATH
+        "pty.spawn": "pty",  # (argv,): the child's os.execlp searches PATH
+    }
 )
 
 #: registry functions without an audit event: (module, attribute path, registry name)
@@ -236,6 +252,144 @@ def _on_code_object(  # type: ignore[no-untyped-def]
     _refuse(_name)
 
 
+def _text(value, _fspath=None, _decode=None, _str=None, _bytes=None, _type=None, _TypeError=None):  # type: ignore[no-untyped-def]
+    """A path or program name as text (``str``, ``bytes``, ``os.PathLike``); None otherwise."""
+    try:
+        value = _fspath(value)
+    except _TypeError:  # not a path: the call itself will fail
+        return None
+    if _type(value) is _bytes:
+        return _decode(value, "utf-8", "surrogateescape")
+    return value if _type(value) is _str else None
+
+
+def _search_path(env, _modules_get=None, _text=None, _Missing=None, _default=""):  # type: ignore[no-untyped-def]
+    """The directories a program name is looked up in, as ``os.get_exec_path(env)`` finds them:
+    ``env``'s ``PATH`` (``os.environ``'s when None), ``/bin:/usr/bin`` without one."""
+    if env is None:
+        os_module = _modules_get("os")
+        env = os_module.environ if os_module is not None else None
+    value = None
+    if env is not None:
+        try:
+            value = env.get("PATH")
+        except _Missing:
+            value = None
+        if value is None:
+            try:
+                value = env[b"PATH"]
+            except _Missing:
+                value = None
+    text = _text(value) if value is not None else None
+    return (text if text is not None else _default).split(":")
+
+
+def _find_program(  # type: ignore[no-untyped-def]
+    name, search, cwd, _stat=None, _access=None, _OSError=None, _ValueError=None, _X_OK=0
+):
+    """The file that running ``name`` executes: a name with a ``/`` as it is, a bare name in
+    each ``search`` directory in turn (an empty entry is the working directory); relative
+    paths start from ``cwd`` when given. The first regular, executable file wins, as in
+    ``execvp``. None: nothing would run (the call fails by itself, with its own error)."""
+    if search is None or "/" in name:
+        candidates = [name]
+    else:
+        candidates = []
+        for directory in search:
+            candidates.append(directory.rstrip("/") + "/" + name if directory else name)
+    for candidate in candidates:
+        if cwd is not None and not candidate.startswith("/"):
+            candidate = cwd.rstrip("/") + "/" + candidate
+        try:
+            mode = _stat(candidate).st_mode
+        except (_OSError, _ValueError):
+            continue
+        if mode & 0o170000 == 0o100000 and _access(candidate, _X_OK):
+            return candidate
+    return None
+
+
+def _interpreter(path, _open=None, _read=None, _close=None, _flags=0, _OSError=None, _text=None):  # type: ignore[no-untyped-def]
+    """The interpreter a ``#!`` line names, or None (a binary, or an unreadable file)."""
+    try:
+        fd = _open(path, _flags)
+    except _OSError:
+        return None
+    try:
+        head = _read(fd, 256)
+    except _OSError:
+        head = b""
+    finally:
+        _close(fd)
+    if not head.startswith(b"#!"):
+        return None
+    words = head[2:].partition(b"\n")[0].split()
+    return _text(words[0]) if words else None
+
+
+def _judge_program(shown, path, _check=None, _NotFound=None):  # type: ignore[no-untyped-def]
+    try:
+        _check(path, False)
+    except _NotFound as refusal:
+        raise _NotFound(f"Cannot run {shown}: {refusal}", refusal.filename) from None
+
+
+def _runs(name, search, cwd, _find=None, _judge=None, _interpreter=None):  # type: ignore[no-untyped-def]
+    """Refuse to run ``name`` unless the file it executes, and the interpreter of its ``#!``
+    line, may be read: ``RuleFileNotFoundError`` naming the ``expose-ro=`` line (learning
+    records them). A program missing altogether is left to fail as it would."""
+    path = _find(name, search, cwd)
+    if path is None:
+        return
+    _judge(f"{name!r}", path)
+    interpreter = _interpreter(path)
+    if interpreter is not None:
+        found = _find(interpreter, None, None)
+        if found is not None:
+            _judge(f"{name!r} (its interpreter {interpreter!r})", found)
+
+
+def _on_process(  # type: ignore[no-untyped-def]
+    args,
+    _kind="",
+    _name="",
+    _refuse=None,
+    _runs=None,
+    _search=None,
+    _text=None,
+    _learning=False,
+    _str=None,
+    _bytes=None,
+    _type=None,
+    _Bad=None,
+):
+    """A process start (``_kind``: see PROCESS_EVENTS). The API right comes first; granted, the
+    program it runs must be readable. Learning records both (the file first: the recorder's
+    wrapper turns the API refusal into a record, which ends this handler)."""
+    if not _learning:
+        _refuse(_name)  # raises unless granted
+    cwd = None
+    if _kind == "shell":
+        name = "/bin/sh"
+    elif _kind == "pty":
+        argv = args[0]
+        try:
+            name = _text(argv if _type(argv) is _str or _type(argv) is _bytes else argv[0])
+        except _Bad:  # an empty or odd argv: pty.spawn fails by itself
+            name = None
+    else:
+        name = _text(args[0])
+        if _kind == "popen" and args[2] is not None:
+            cwd = _text(args[2])
+    if name:
+        search = None  # a name with a "/", or os.exec (execvp raises the event for each try)
+        if "/" not in name and _kind != "path" and _kind != "shell":
+            search = _search(args[3] if _kind == "popen" else None)
+        _runs(name, search, cwd)
+    if _learning:
+        _refuse(_name)
+
+
 #: allowing a function allows the primitives it is made of (the refusal's hint must work)
 IMPLIED: MappingProxyType[str, tuple[str, ...]] = MappingProxyType(
     {
@@ -289,8 +443,13 @@ def build(
     denied: Mapping[str, str] | None = None,
     *,
     allow_dynamic: bool = False,
+    check_file: Callable[..., None] | None = None,
+    learning: bool = False,
 ) -> tuple[Callable[[str], None], dict[str, Callable[[tuple[Any, ...]], None]]]:
-    """``denied``: :func:`decisions` of ``policy`` when the caller has them already."""
+    """``denied``: :func:`decisions` of ``policy`` when the caller has them already.
+    ``check_file``: the file guard's ``check``; with it, a process start must be allowed to read
+    the program it runs. ``learning``: the handlers are wrapped by the recorder (a refusal
+    is recorded, and ends the handler)."""
     if denied is None:
         denied = decisions(policy)
     refuse = seal(
@@ -333,6 +492,8 @@ def build(
                 _str=str,
                 _type=type,
             )
+    if check_file is not None:
+        handlers.update(_process_handlers(refuse, check_file, learning))
     dynamic_denied = all(f"builtins.{n}" in denied for n in ("compile", "eval", "exec"))
     if dynamic_denied and not allow_dynamic:
         handlers["compile"] = seal(
@@ -346,3 +507,67 @@ def build(
             _depth=2,
         )
     return refuse, handlers
+
+
+def _process_handlers(
+    refuse: Callable[[str], None], check_file: Callable[..., None], learning: bool
+) -> dict[str, Callable[[tuple[Any, ...]], None]]:
+    """The handlers of :data:`PROCESS_EVENTS`: the API right, then the program's file."""
+    import posix
+
+    text = seal(
+        _text,
+        _fspath=posix.fspath,
+        _decode=bytes.decode,
+        _str=str,
+        _bytes=bytes,
+        _type=type,
+        _TypeError=TypeError,
+    )
+    # The C functions themselves: the metadata wrappers installed later would judge the probes.
+    find = seal(
+        _find_program,
+        _stat=posix.stat,
+        _access=posix.access,
+        _OSError=OSError,
+        _ValueError=ValueError,
+        _X_OK=posix.X_OK,
+    )
+    runs = seal(
+        _runs,
+        _find=find,
+        _judge=seal(_judge_program, _check=check_file, _NotFound=RuleFileNotFoundError),
+        _interpreter=seal(
+            _interpreter,
+            _open=posix.open,
+            _read=posix.read,
+            _close=posix.close,
+            _flags=posix.O_RDONLY | posix.O_CLOEXEC,
+            _OSError=OSError,
+            _text=text,
+        ),
+    )
+    search = seal(
+        _search_path,
+        _modules_get=sys.modules.get,
+        _text=text,
+        _Missing=(KeyError, TypeError, AttributeError),
+        _default="/bin:/usr/bin",  # os.defpath
+    )
+    return {
+        event: seal(
+            _on_process,
+            _kind=kind,
+            _name=EVENTS[event],
+            _refuse=refuse,
+            _runs=runs,
+            _search=search,
+            _text=text,
+            _learning=learning,
+            _str=str,
+            _bytes=bytes,
+            _type=type,
+            _Bad=(IndexError, TypeError, KeyError),
+        )
+        for event, kind in PROCESS_EVENTS.items()
+    }
