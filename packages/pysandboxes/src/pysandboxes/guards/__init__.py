@@ -133,7 +133,14 @@ def prepare(
     )
     import_check, import_handlers = import_guard.build(policy, extra_imports)
     denied = api_guard.decisions(policy)
-    refuse, api_handlers = api_guard.build(policy, library, denied, allow_dynamic=interactive)
+    refuse, api_handlers = api_guard.build(
+        policy,
+        library,
+        denied,
+        allow_dynamic=interactive,
+        check_file=files.check,
+        learning=learner is not None,
+    )
     table: dict[str, Callable[[tuple[Any, ...]], None]] = {}
     table.update(files.handlers)
     net_handlers, judge_listen = net_guard.build(
