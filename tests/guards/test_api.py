@@ -7,6 +7,8 @@ so that ``os.system`` returns the same status under both providers.
 
 from __future__ import annotations
 
+import os
+import shutil
 from typing import Any
 
 import pytest
@@ -284,3 +286,81 @@ def test_a_subinterpreter_needs_a_process_exec_grant(project: Any, provider: str
             # the module reports in its own words)
             "fresh module": "RuntimeError: interpreter creation failed",
         }
+
+
+# -- a granted process start: the program it runs must be exposed ---------------------------------
+
+#: what the sandboxed program's PATH finds (no env= rule passes PATH: os.defpath)
+SHELL = os.path.realpath("/bin/sh")
+ECHO = os.path.realpath(shutil.which("echo", path=os.defpath) or "/bin/echo")
+TRUE = os.path.realpath(shutil.which("true", path=os.defpath) or "/bin/true")
+
+PROGRAM_STARTS = """
+import os, subprocess
+attempt("os.system", lambda: os.system("exit 3") >> 8)
+attempt("os.popen", lambda: os.popen("echo x").read())
+attempt("subprocess.run", lambda: subprocess.run(["echo", "x"], capture_output=True, text=True).stdout)
+attempt("shell=True", lambda: subprocess.run("exit 4", shell=True).returncode)
+attempt("posix_spawnp", lambda: os.waitpid(os.posix_spawnp("true", ["true"], {}), 0)[1])
+attempt("script", lambda: subprocess.run(["@DATA@/tool.sh"]).returncode)
+attempt("missing", subprocess.run, ["no-such-program-here"])
+def execv():
+    pid = os.fork()
+    if pid == 0:  # the child reports the refusal, the parent its exit status
+        attempt("os.execv in the child", os.execv, "/bin/true", ["true"])
+        os._exit(7)
+    return os.waitpid(pid, 0)[1] >> 8
+attempt("os.execv", execv)
+"""
+
+
+def cannot_run(shown: str, path: str) -> str:
+    return f"RuleFileNotFoundError: Cannot run {shown}: Access to '{path}' must be accepted by a rule."
+
+
+@pytest.mark.parametrize("exposed", [False, True], ids=["not-exposed", "exposed"])
+def test_a_granted_program_start_needs_the_program_exposed(
+    project: Any, provider: str, exposed: bool
+) -> None:
+    script = project.data / "tool.sh"
+    script.write_text("#!/bin/sh\nexit 5\n")
+    script.chmod(0o755)
+    rules = "python-import=os, subprocess\npython-api=ALLOW:process-exec\nexpose-ro=@DATA@"
+    directories = sorted({os.path.dirname(p) for p in (SHELL, ECHO, TRUE)})
+    if exposed:
+        rules += "".join(f"\nexpose-ro={d}" for d in directories)
+    run = project.run(PROGRAM_STARTS, rules, provider=provider)
+    missing = "FileNotFoundError: [Errno 2] No such file or directory: 'no-such-program-here'"
+    if exposed:
+        assert run.outcomes() == {
+            "os.system": "OK 3",
+            "os.popen": "OK 'x\\n'",
+            "subprocess.run": "OK 'x\\n'",
+            "shell=True": "OK 4",
+            "posix_spawnp": "OK 0",
+            "script": "OK 5",
+            "missing": missing,
+            "os.execv": "OK 0",
+        }
+    else:  # the same under subprocess and landlock: the Python layer refuses before the kernel
+        assert run.outcomes() == {
+            "os.system": cannot_run("'/bin/sh'", SHELL),
+            "os.popen": cannot_run("'/bin/sh'", SHELL),
+            "subprocess.run": cannot_run("'echo'", ECHO),
+            "shell=True": cannot_run("'/bin/sh'", SHELL),
+            "posix_spawnp": cannot_run("'true'", TRUE),
+            "script": cannot_run(f"'{script}' (its interpreter '/bin/sh')", SHELL),
+            "missing": missing,
+            "os.execv in the child": cannot_run("'/bin/true'", TRUE),
+            "os.execv": "OK 7",
+        }
+
+
+def test_the_hint_of_a_program_start_refusal(project: Any, provider: str) -> None:
+    rules = "python-import=subprocess\npython-api=ALLOW:subprocess.Popen"
+    run = project.run('import subprocess\nsubprocess.run(["echo", "x"])\n', rules, provider=provider)
+    assert run.returncode == 1
+    assert run.stderr.endswith(
+        f"pysandboxes.errors.{cannot_run(repr('echo'), ECHO)}\n"
+        f"Add `expose-ro={os.path.dirname(ECHO)}` to the rule file to allow it.\n"
+    )

@@ -9,6 +9,8 @@ whose reason starts with "bug:".
 
 from __future__ import annotations
 
+import os
+import shutil
 import signal
 import subprocess
 
@@ -293,6 +295,22 @@ def test_an_asyncio_program_learns_no_dynamic_code(learn: Learn) -> None:
     assert learn.block("api", "learned.rules") == []
     assert learn.block("imports", "learned.rules") == ["# Standard library", "python-import=asyncio"]
     assert learn.strict("--pysandboxes-config=learned.rules", "app.py").lines == ["42"]
+
+
+def test_a_started_program_learns_its_directory(learn: Learn) -> None:
+    learn.rules()
+    learn.write(
+        "app.py",
+        """
+        import subprocess
+        print(subprocess.run(["echo", "hi"], capture_output=True, text=True).stdout.strip())
+        """,
+    )
+    echo = shutil.which("echo", path=learn.environ["PATH"])
+    assert echo is not None
+    learn.learn("app.py")
+    assert learn.block("files") == [f"expose-ro={os.path.dirname(os.path.realpath(echo))}"]
+    assert learn.strict("app.py").lines == ["hi"]
 
 
 # -- idempotence and backups -----------------------------------------------------------------
