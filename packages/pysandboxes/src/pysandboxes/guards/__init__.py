@@ -224,6 +224,7 @@ def _install_wrappers(
     import importlib._bootstrap
 
     importlib._bootstrap._find_and_load = import_guard.find_and_load_wrapper(check_import)  # type: ignore[attr-defined]
+    import_guard.keep_import_system_exec()
 
     patches: list[tuple[str, Callable[[Any], None]]] = []
     for module_name, attribute, function in api_guard.WRAPPED:
