@@ -297,6 +297,24 @@ def test_an_asyncio_program_learns_no_dynamic_code(learn: Learn) -> None:
     assert learn.strict("--pysandboxes-config=learned.rules", "app.py").lines == ["42"]
 
 
+def test_a_code_object_built_by_the_program_learns_only_that(learn: Learn) -> None:
+    learn.write(
+        "app.py",
+        """
+        import types
+        renamed = (lambda: 42).__code__.replace(co_name="answer")
+        print(types.FunctionType(renamed, {})())
+        """,
+    )
+    learn.learn("app.py")
+    assert learn.block("api") == [
+        "# ⚠ dynamic-code: run code given as a string or built as a code object (see the eval-* rules "
+        "for a guarded alternative)",
+        "python-api=ALLOW:types.CodeType",
+    ]
+    assert learn.strict("app.py").lines == ["42"]
+
+
 def test_a_started_program_learns_its_directory(learn: Learn) -> None:
     learn.rules()
     learn.write(

@@ -233,22 +233,26 @@ def _on_compile(  # type: ignore[no-untyped-def]
 
 
 def _on_code_object(  # type: ignore[no-untyped-def]
-    args, _name="", _refuse=None, _getframe=None, _guards="", _library=None, _str=None, _type=None
+    args,
+    _name="",
+    _refuse=None,
+    _getframe=None,
+    _depth=2,
+    _library=None,
+    _str=None,
+    _type=None,
+    _ValueError=None,
 ):
     """A code object built or unmarshalled: the library's pass, the program's need the grant.
 
-    The caller is the first frame outside the guards (this handler, the hook and, while
-    learning, the recorder's wrapper sit between)."""
-    frame = _getframe(1)
-    while frame is not None:
-        filename = frame.f_code.co_filename
-        if _type(filename) is not _str or not filename.startswith(_guards):
-            break
-        frame = frame.f_back
-    if frame is not None:
-        filename = frame.f_code.co_filename
-        if _type(filename) is _str and (filename.startswith(_library) or filename.startswith("<frozen ")):
-            return
+    ``_depth``: 0 is this handler, 1 the hook (2 the recorder's wrapper while learning), then
+    whoever called. A fixed depth, not a walk: the import system unmarshals every ``.pyc``."""
+    try:
+        filename = _getframe(_depth).f_code.co_filename
+    except _ValueError:  # no Python caller to vouch for it
+        filename = None
+    if _type(filename) is _str and (filename.startswith(_library) or filename.startswith("<frozen ")):
+        return
     _refuse(_name)
 
 
@@ -478,8 +482,6 @@ def build(
         )
     if "resource.prlimit" in denied:
         handlers["resource.prlimit"] = seal(_on_prlimit, _refuse=refuse)
-    import os
-
     for event, function in CODE_OBJECT_EVENTS.items():
         if function in denied:
             handlers[event] = seal(
@@ -487,10 +489,11 @@ def build(
                 _name=function,
                 _refuse=refuse,
                 _getframe=sys._getframe,
-                _guards=os.path.dirname(__file__) + "/",
+                _depth=3 if learning else 2,
                 _library=library,
                 _str=str,
                 _type=type,
+                _ValueError=ValueError,
             )
     if check_file is not None:
         handlers.update(_process_handlers(refuse, check_file, learning))
