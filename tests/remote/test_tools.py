@@ -349,12 +349,6 @@ def test_a_host_tool_keeps_the_context_and_its_sandbox_calls_refusals_are_text(t
     ]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason="issue 17 item 1: under python-sb, replacing a code object is refused (builtins.compile() is "
-    "denied by the API guard): `import asyncio` (types.coroutine) and `import pysandboxes.api` "
-    "(remote/codec.py) fail",
-)
 def test_under_python_sb_the_body_runs_directly_with_its_context(toy: Project) -> None:
     toy.write(
         ".py-sandboxes-complete", "os-sandbox=landlock\nexpose-ro=.\nignore=secret.txt\npython-import=*\n"

@@ -21,7 +21,7 @@ from mcp import Client, StdioServerParameters
 from mcp.shared.exceptions import MCPError
 
 import pysandboxes_mcp
-from pysandboxes_conformance import PYTHON_SB_CODE_OBJECTS, Seen
+from pysandboxes_conformance import Seen
 
 from .conftest import seen
 
@@ -257,7 +257,6 @@ def test_a_sandboxed_prompt_refusal_is_the_requests_error_message(in_process: tu
     assert asyncio.run(main()) == ("Review this: notes", served.refusal())
 
 
-@pytest.mark.xfail(strict=True, reason=PYTHON_SB_CODE_OBJECTS)
 def test_python_sb_m_server_runs_the_tools_directly_under_its_rules(served: Served) -> None:
     adapter = Path(pysandboxes_mcp.__file__).parent.parent  # outside the environment when editable
     (served.root / ".py-sandboxes").write_text(

@@ -50,10 +50,9 @@ from __future__ import annotations
 
 from ._harness import Call, Harness, Seen
 from ._project import Project
-from ._suite import PYTHON_SB_CODE_OBJECTS, AdapterConformance, Outcome, run_driver
+from ._suite import AdapterConformance, Outcome, run_driver
 
 __all__ = [
-    "PYTHON_SB_CODE_OBJECTS",
     "AdapterConformance",
     "Call",
     "Harness",

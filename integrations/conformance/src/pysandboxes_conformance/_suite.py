@@ -40,12 +40,6 @@ if TYPE_CHECKING:
 HINT = "Add `"
 #: how long a process the suite starts may take (it imports a framework, twice)
 RUN_TIMEOUT = 180
-#: why complete mode fails today (the tests that need it are expected to fail until it is fixed)
-PYTHON_SB_CODE_OBJECTS = (
-    "issue 17 item 1: under python-sb, replacing a code object is refused (builtins.compile() is "
-    "denied by the API guard): `import asyncio` (types.coroutine) and `import pysandboxes.api` "
-    "(remote/codec.py) fail"
-)
 
 
 class Outcome:
@@ -315,7 +309,6 @@ class AdapterConformance:
             report["after"].startswith("SandBoxError: ") and "called outside any sandbox" in report["after"]
         )
 
-    @pytest.mark.xfail(strict=True, reason=PYTHON_SB_CODE_OBJECTS)
     def test_under_python_sb_the_body_runs_directly(self, harness: Harness, project: Project) -> None:
         exposed = [project.root, Path(_harness_file(harness)).parent, *_package_dirs(harness)]
         complete = project.write(
@@ -387,4 +380,4 @@ def run_driver(project: Project, spec: dict[str, Any], *, complete: Path | None 
     return report
 
 
-__all__ = ["PYTHON_SB_CODE_OBJECTS", "AdapterConformance", "Outcome", "run_driver"]
+__all__ = ["AdapterConformance", "Outcome", "run_driver"]
