@@ -8,6 +8,8 @@ an already-loaded module (``os``) still needs a rule when the program imports it
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from typing import Any
 
 import pytest
@@ -184,3 +186,33 @@ def test_a_module_cannot_be_loaded_around_the_import_system(project: Any, provid
     """
     run = project.run(program, "", provider=provider)
     assert run.outcome("csv") == refused("csv")
+
+
+@pytest.mark.parametrize(
+    "statement", ["import oldmod", "importlib.import_module('oldmod')", "__import__('oldmod')"]
+)
+def test_an_import_time_warning_names_the_importer_as_under_python(
+    project: Any, provider: str, statement: str
+) -> None:
+    # warnings skips importlib's frames for stacklevel; the guards' wrappers must be skipped too
+    (project.root / "oldmod.py").write_text(
+        'import warnings\nwarnings.warn("oldmod is old", DeprecationWarning, stacklevel=2)\n'
+    )
+    program = f"""
+    import importlib, warnings
+    def load():
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            {statement}
+        return [(w.filename, w.lineno, str(w.message)) for w in caught]
+    attempt("warnings", load)
+    """
+    rules = "expose-ro=@PROJECT@\npython-import=importlib, warnings, oldmod"
+    run = project.run(program, rules, provider=provider)
+    python = subprocess.run(
+        [sys.executable, project.program.name], cwd=project.root, capture_output=True, text=True, timeout=30
+    )
+    assert (python.returncode, python.stderr) == (0, ""), python
+    assert run.outcome("warnings") == python.stdout.partition(" -> ")[2].rstrip("\n")
+    if not statement.startswith("importlib."):  # import_module's own line is named, as under python
+        assert str(project.program) in run.outcome("warnings")

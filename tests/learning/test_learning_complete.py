@@ -9,6 +9,8 @@ whose reason starts with "bug:".
 
 from __future__ import annotations
 
+import os
+import shutil
 import signal
 import subprocess
 
@@ -246,8 +248,9 @@ def test_eval_learning_never_combines_with_raw_dynamic_code(learn: Learn) -> Non
     # eval-* lines next to python-api=ALLOW:builtins.* would not load
     assert not [line for line in learn.text().splitlines() if line.startswith("eval-")]
     assert learn.block("api") == [
-        "# ⚠ dynamic-code: run code given as a string (see the eval-* rules for a guarded alternative)",
-        "python-api=ALLOW:dynamic-code",
+        "# ⚠ dynamic-code: run code given as a string or built as a code object (see the eval-* rules "
+        "for a guarded alternative)",
+        "python-api=ALLOW:builtins.eval",  # the category holds types.CodeType too, not used here
     ]
     assert learn.strict("app.py").lines == ["42"]
 
@@ -256,7 +259,8 @@ def test_a_foreign_code_object_needs_the_api_grant(learn: Learn) -> None:
     learn.write("app.py", "code = (lambda: 42).__code__\nprint(eval(code))\n")
     learn.learn("app.py")
     assert learn.block("api") == [
-        "# ⚠ dynamic-code: run code given as a string (see the eval-* rules for a guarded alternative)",
+        "# ⚠ dynamic-code: run code given as a string or built as a code object (see the eval-* rules "
+        "for a guarded alternative)",
         "python-api=ALLOW:builtins.eval",
     ]
     assert learn.strict("app.py").lines == ["42"]
@@ -281,6 +285,50 @@ def test_a_module_without_bytecode_round_trips(learn: Learn) -> None:
         "python-import=helper",
     ]
     assert learn.strict("app.py", env={"PYTHONDONTWRITEBYTECODE": "1"}).lines == ["1"]
+
+
+def test_an_asyncio_program_learns_no_dynamic_code(learn: Learn) -> None:
+    # types.coroutine (asyncio) rebuilds code objects: the standard library's, not a grant to learn
+    learn.write("app.py", "import asyncio\nasync def main():\n    return 42\nprint(asyncio.run(main()))\n")
+    outcome = learn.run("--learn=learned.rules", "app.py")
+    assert (outcome.returncode, outcome.lines) == (0, ["42"]), outcome
+    assert learn.block("api", "learned.rules") == []
+    assert learn.block("imports", "learned.rules") == ["# Standard library", "python-import=asyncio"]
+    assert learn.strict("--pysandboxes-config=learned.rules", "app.py").lines == ["42"]
+
+
+def test_a_code_object_built_by_the_program_learns_only_that(learn: Learn) -> None:
+    learn.write(
+        "app.py",
+        """
+        import types
+        renamed = (lambda: 42).__code__.replace(co_name="answer")
+        print(types.FunctionType(renamed, {})())
+        """,
+    )
+    learn.learn("app.py")
+    assert learn.block("api") == [
+        "# ⚠ dynamic-code: run code given as a string or built as a code object (see the eval-* rules "
+        "for a guarded alternative)",
+        "python-api=ALLOW:types.CodeType",
+    ]
+    assert learn.strict("app.py").lines == ["42"]
+
+
+def test_a_started_program_learns_its_directory(learn: Learn) -> None:
+    learn.rules()
+    learn.write(
+        "app.py",
+        """
+        import subprocess
+        print(subprocess.run(["echo", "hi"], capture_output=True, text=True).stdout.strip())
+        """,
+    )
+    echo = shutil.which("echo", path=learn.environ["PATH"])
+    assert echo is not None
+    learn.learn("app.py")
+    assert learn.block("files") == [f"expose-ro={os.path.dirname(os.path.realpath(echo))}"]
+    assert learn.strict("app.py").lines == ["hi"]
 
 
 # -- idempotence and backups -----------------------------------------------------------------

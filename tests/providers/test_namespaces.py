@@ -229,7 +229,7 @@ def test_python_layer_import(box: Sandboxed, allowed: bool) -> None:
 
 @pytest.mark.parametrize("allowed", [True, False], ids=["allowed", "refused"])
 def test_python_layer_api(box: Sandboxed, allowed: bool) -> None:
-    box.rules("python-import=os", *(["python-api=ALLOW:os.system"] if allowed else []))
+    box.rules("python-import=os", *(["python-api=ALLOW:os.system", "expose-ro=/usr/bin"] if allowed else []))
     box.write("p.py", "import os\nprint(os.system('exit 3') >> 8)\n")
     done = box.sb("p.py")
     if allowed:
@@ -314,6 +314,7 @@ def test_child_cat_reads_only_exposed_files(box: Sandboxed, exposed: bool) -> No
     box.rules(
         "python-import=subprocess",
         "python-api=ALLOW:process-exec",
+        "expose-ro=/usr/bin",  # the Python layer lets a program start only when its file is exposed
         *([f"expose-ro={box.outside}"] if exposed else []),
     )
     box.write(

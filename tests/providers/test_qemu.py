@@ -247,6 +247,7 @@ def layer_allowed(tmp_path_factory: pytest.TempPathFactory, qemu_cache: Path) ->
             "python-import=csv, ctypes, errno, json, os, socket, subprocess, sys",
             "python-api=ALLOW:native",
             "python-api=ALLOW:process-exec",
+            "expose-ro=/usr/bin",  # the Python layer lets cat and curl start only when exposed
             f"net=ALLOW|tcp|127.0.0.1|{server.port}|OUT",
         )
         box.program(

@@ -138,7 +138,14 @@ def prepare(
     )
     import_check, import_handlers = import_guard.build(policy, extra_imports)
     denied = api_guard.decisions(policy)
-    refuse, api_handlers = api_guard.build(policy, library, denied, allow_dynamic=interactive)
+    refuse, api_handlers = api_guard.build(
+        policy,
+        library,
+        denied,
+        allow_dynamic=interactive,
+        check_file=files.check,
+        learning=learner is not None,
+    )
     table: dict[str, Callable[[tuple[Any, ...]], None]] = {}
     table.update(files.handlers)
     network = net_guard.build(
@@ -220,6 +227,7 @@ def _install_wrappers(
     import importlib._bootstrap
 
     importlib._bootstrap._find_and_load = import_guard.find_and_load_wrapper(check_import)  # type: ignore[attr-defined]
+    import_guard.keep_import_system_exec()
 
     patches: list[tuple[str, Callable[[Any], None]]] = []
     for module_name, attribute, function in api_guard.WRAPPED:

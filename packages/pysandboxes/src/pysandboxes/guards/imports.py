@@ -14,18 +14,20 @@ need a rule.
 
 from __future__ import annotations
 
-import builtins
 import os
 import sys
 
 from ..errors import RuleModuleNotFoundError
 from ..rules.policy import Policy
+from ._importlib_bootstrap import find_and_load_wrapper, import_wrapper, keep_import_system_exec
 from ._seal import seal
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Callable, Iterable
     from typing import Any
+
+__all__ = ["build", "find_and_load_wrapper", "import_wrapper", "keep_import_system_exec", "library_prefixes"]
 
 #: never judged: the interpreter's own and ours (``__future__`` is a compiler directive)
 EXEMPT = frozenset({"pysandboxes", "python_sb", "sys", "builtins", "__main__", "__future__"})
@@ -119,41 +121,3 @@ def library_prefixes() -> tuple[str, ...]:
         if entry.endswith(("site-packages", "dist-packages")) or entry.startswith(stdlib):
             found.add(entry)
     return tuple(sorted({os.path.realpath(p) + "/" for p in found} | {p + "/" for p in found}))
-
-
-def find_and_load_wrapper(on_import: Callable[[tuple[Any, ...]], None]) -> Callable[..., Any]:
-    """``importlib._bootstrap._find_and_load`` judged too: ``importlib.import_module`` loads
-    modules without raising the ``import`` audit event."""
-    import importlib._bootstrap as bootstrap
-
-    original = bootstrap._find_and_load  # type: ignore[attr-defined]
-
-    def _find_and_load(name: str, import_: Any) -> Any:
-        on_import((name,))
-        return original(name, import_)
-
-    return _find_and_load
-
-
-def import_wrapper(check: Callable[[tuple[Any, ...]], None], library: tuple[str, ...]) -> Callable[..., Any]:
-    """``builtins.__import__`` that also judges the program's imports of loaded modules."""
-    original = builtins.__import__
-    modules = sys.modules
-    getframe = sys._getframe
-
-    def __import__(
-        name: str,
-        globals: dict[str, Any] | None = None,
-        locals: Any = None,
-        fromlist: Any = (),
-        level: int = 0,
-    ) -> Any:
-        if level == 0 and name in modules:
-            importer = globals if globals is not None else getframe(1).f_globals
-            origin = importer.get("__file__") or ""
-            if not (isinstance(origin, str) and origin.startswith(library)):
-                check((name,))
-        return original(name, globals, locals, fromlist, level)
-
-    __import__.__doc__ = original.__doc__
-    return __import__

@@ -184,11 +184,13 @@ CATEGORIES: MappingProxyType[str, tuple[str, str]] = MappingProxyType(
             ),
         ),
         "dynamic-code": (
-            "run code given as a string (see the eval-* rules for a guarded alternative)",
-            "builtins.eval builtins.exec builtins.compile",
+            "run code given as a string or built as a code object (see the eval-* rules for a "
+            "guarded alternative)",
+            # types.CodeType: code.__new__ and code.replace() called by the program's own code
+            "builtins.eval builtins.exec builtins.compile types.CodeType",
         ),
         "deserialization": (
-            "rebuild objects from pickled bytes (can run arbitrary code)",
+            "rebuild objects from pickled or marshalled bytes (can run arbitrary code)",
             " ".join(
                 [
                     "pickle.loads",
@@ -200,6 +202,8 @@ CATEGORIES: MappingProxyType[str, tuple[str, str]] = MappingProxyType(
                     "_pickle.loads",
                     "_pickle.load",
                     "_pickle.Unpickler",
+                    "marshal.loads",
+                    "marshal.load",
                 ]
             ),
         ),
