@@ -163,3 +163,13 @@ def test_searching_distributions_exposes_no_sys_path_directory(learn: Learn) -> 
     program = "import importlib.metadata as m; print(m.version('pysandboxes') != '')"
     assert _round_trip(learn, "-c", program) == ["True"]
     assert learn.block("files") == []
+
+
+def test_a_command_stats_its_working_directory_with_no_rule(learn: Learn) -> None:
+    # load_dotenv() checks that the directory it searches from exists: for -c, the working one
+    program = "import os; print(os.path.isdir(os.getcwd()), os.path.isfile('.env'))"
+    learn.write(".env", "OTHER_SECRET=y\n")
+    outcome = learn.run("--learn", "-c", program)
+    assert (outcome.returncode, outcome.lines) == (0, ["True True"]), outcome
+    assert [line for line in learn.block("files") if not line.startswith("# note: ")] == []
+    assert learn.strict("-c", program).lines == ["True False"]  # the directory, not the .env
