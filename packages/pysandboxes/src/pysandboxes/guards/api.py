@@ -2,7 +2,7 @@
 
 Where CPython raises an audit event (``os.system``, ``os.exec``, ``os.posix_spawn``,
 ``os.fork``, ``subprocess.Popen``, ``os.kill``, ``ctypes.dlopen``/``dlsym``, ``sys.settrace``,
-``gc.get_referrers``, ``pickle.find_class``, ``compile``, ``code.__new__``, ``marshal.loads``,
+``gc.get_referrers``, ``pickle.find_class``, ``compile``, ``code.__new__``,
 ``cpython.PyInterpreterState_New``…) the hook decides, and no copy of a module or captured
 reference escapes it. The registry functions without an event (``os.setuid``,
 ``threading.Thread.start``, ``pickle.loads``, ``_testcapi.run_in_subinterp``…) are replaced by
@@ -10,14 +10,16 @@ refusing wrappers in their modules: that stops ordinary code, not code that digs
 original.
 
 Code objects. CPython has no bytecode verifier: a code object whose bytecode, constants, names
-or stack size do not match (``types.CodeType(...)``, ``code.replace(co_consts=())``, or one
-read with ``marshal.loads``) reads and writes memory outside its frame once it runs, which
-undoes every check of the Python layer, and ``exec()`` of it never meets the ``eval-*``
-rules. The audit events carry the new bytecode but not its constants or names, so no event
-tells a renaming (``types.coroutine``) from a forgery. The decision is therefore by caller, as
-for ``compile``: the standard library, installed packages and the sandbox build and read
-code objects freely; the program's own code needs ``python-api=ALLOW:types.CodeType``
-(``marshal.loads``/``marshal.load`` for unmarshalling).
+or stack size do not match (``types.CodeType(...)``, ``code.replace(co_consts=())``) reads
+and writes memory outside its frame once it runs, which undoes every check of the Python
+layer, and ``exec()`` of it never meets the ``eval-*`` rules. The ``code.__new__`` event
+carries the new bytecode but not its constants or names, so it cannot tell a renaming
+(``types.coroutine``) from a forgery. The decision is therefore by caller, as for
+``compile``: the standard library, installed packages and the sandbox build code objects
+freely; the program's own code needs ``python-api=ALLOW:types.CodeType``. Unmarshalled code
+(``marshal.loads``, a ``.pyc``) is not judged: the import system unmarshals every ``.pyc``
+(a check there costs every import), and importlib's ``_compile_bytecode`` hands the same
+conversion to any caller (docs/security-model.md §5).
 
 A granted process start is still judged by the file rules: the file it runs (found on
 ``PATH`` as the call would find it, ``/bin/sh`` for a shell) must be readable, or the start is
@@ -79,9 +81,7 @@ EVENTS: MappingProxyType[str, str] = MappingProxyType(
 )
 
 #: audit event -> registry function, decided by who calls: the program needs the grant
-CODE_OBJECT_EVENTS: MappingProxyType[str, str] = MappingProxyType(
-    {"code.__new__": "types.CodeType", "marshal.loads": "marshal.loads", "marshal.load": "marshal.load"}
-)
+CODE_OBJECT_EVENTS: MappingProxyType[str, str] = MappingProxyType({"code.__new__": "types.CodeType"})
 
 #: audit event -> how to find the program a granted process start runs (see _on_process)
 PROCESS_EVENTS: MappingProxyType[str, str] = MappingProxyType(
@@ -243,10 +243,11 @@ def _on_code_object(  # type: ignore[no-untyped-def]
     _type=None,
     _ValueError=None,
 ):
-    """A code object built or unmarshalled: the library's pass, the program's need the grant.
+    """A code object built (``types.CodeType``, ``code.replace``): the library's pass, the
+    program's need the grant.
 
     ``_depth``: 0 is this handler, 1 the hook (2 the recorder's wrapper while learning), then
-    whoever called. A fixed depth, not a walk: the import system unmarshals every ``.pyc``."""
+    whoever called ``replace()`` or ``CodeType()`` (C functions have no frame)."""
     try:
         filename = _getframe(_depth).f_code.co_filename
     except _ValueError:  # no Python caller to vouch for it

@@ -190,7 +190,7 @@ CATEGORIES: MappingProxyType[str, tuple[str, str]] = MappingProxyType(
             "builtins.eval builtins.exec builtins.compile types.CodeType",
         ),
         "deserialization": (
-            "rebuild objects from pickled or marshalled bytes (can run arbitrary code)",
+            "rebuild objects from pickled bytes (can run arbitrary code)",
             " ".join(
                 [
                     "pickle.loads",
@@ -202,8 +202,6 @@ CATEGORIES: MappingProxyType[str, tuple[str, str]] = MappingProxyType(
                     "_pickle.loads",
                     "_pickle.load",
                     "_pickle.Unpickler",
-                    "marshal.loads",
-                    "marshal.load",
                 ]
             ),
         ),
