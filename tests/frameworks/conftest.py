@@ -74,50 +74,8 @@ NOTE = (PROGRAMS / "data" / "note.txt").read_text(encoding="utf-8").strip()
 
 
 # -- what today's core gets wrong (the reasons of the strict xfails) -------------------------------
-# Each names what the learned file lacks or holds, and why; "new" marks a cause issue 18 does not
-# list (its reproducer is in README.md).
-
-
-def loaded_module_not_recorded(module: str, importer: str) -> str:
-    return (
-        f"issue 18 §1: modules the learning runtime already holds are not recorded: `import {module}` "
-        f"({importer}) is free while learning, then refused strictly (no python-import={module})"
-    )
-
-
-def import_time_files_not_learned(what: str) -> str:
-    return f"issue 18 §1: file accesses made by module-level code at import time are not learned: {what}"
-
-
-#: new: a variable read by name after any scan of os.environ is only written commented out
-SCANNED_THEN_READ = (
-    "new: crewai_core/plus_api.py:174 scans os.environ at import, and every variable read by name "
-    "afterwards is learned only as '#env=X=${X}  # listed by a scan of os.environ only': the strict "
-    "run hides TMPDIR (and CREWAI_STORAGE_DIR, CREWAI_DISABLE_TELEMETRY, OTEL_SDK_DISABLED), so "
-    "tempfile.gettempdir() at import (portalocker/utils.py:388) finds no usable temporary directory"
-)
-#: new: Path(__file__).resolve() lstat()s every parent of the script
-REALPATH_PARENTS = (
-    "new: Path(__file__).resolve() (posixpath.realpath) lstat()s each parent of the program; "
-    "learning records each as a read of that directory and writes expose-ro=/tmp, the topmost: "
-    "the project, its .env and HOME with it"
-)
-IPV6_PROBE = (
-    "issue 18 §2: urllib3's IPv6 probe (urllib3/util/connection.py:127, bind to ::1 port 0) is "
-    "learned as net=ALLOW|tcp|::1|*|IN"
-)
-ABSENT_VARIABLES = (
-    "issue 18 §2: variables nobody set are learned as active 'env=X=${X}  # absent while learning' lines"
-)
-FAILED_IMPORTS = (
-    "issue 18 §2: failed optional imports (try: import brotli / except ImportError) are learned as "
-    "python-import= of modules that are not installed"
-)
-ASYNCIO_COMPILE = (
-    "issue 18 depends on the compatibility issue (asyncio and code objects): importing asyncio runs "
-    "types.coroutine (types.py:269, CodeType.replace), charged and learned as "
-    "python-api=ALLOW:builtins.compile"
-)
+# Each names what the learned file lacks or holds, and why. None today: the causes issue 18 §1-§2
+# listed, and the two the harness found, are fixed (tests/learning/test_learning_narrow.py).
 
 
 def because(*causes: str) -> str:

@@ -11,30 +11,11 @@ from collections.abc import Callable
 
 import pytest
 
-from .conftest import (
-    ABSENT_VARIABLES,
-    ASYNCIO_COMPILE,
-    CASES,
-    FAILED_IMPORTS,
-    IPV6_PROBE,
-    REALPATH_PARENTS,
-    RoundTrip,
-    known_failure,
-)
+from .conftest import CASES, RoundTrip, known_failure
 from .learned import CHECKS
 
-AGENTS = [case for case in CASES if case.endswith("-agent")]
-#: per check, the cases that learn that broad rule on today's core, with the cause
-KNOWN: dict[str, dict[str, str]] = {
-    "dotenv_exposures": dict.fromkeys(AGENTS, REALPATH_PARENTS),
-    "home_or_root_exposures": dict.fromkeys(AGENTS, REALPATH_PARENTS),
-    "listening_rules": dict.fromkeys(
-        [case for case in CASES if case.startswith(("langchain-", "smolagents-", "crewai-"))], IPV6_PROBE
-    ),
-    "absent_variables": dict.fromkeys(CASES, ABSENT_VARIABLES),
-    "missing_module_imports": dict.fromkeys(CASES, FAILED_IMPORTS),
-    "compile_grants": dict.fromkeys(CASES, ASYNCIO_COMPILE),
-}
+#: per check, the cases that learn that broad rule on today's core, with the cause: none today
+KNOWN: dict[str, dict[str, str]] = {}
 assert set(KNOWN) <= {check.__name__ for check in CHECKS}, "KNOWN names a check learned.py lacks"
 
 

@@ -374,7 +374,9 @@ def run(command: CommandLine, policy: Policy, provider: str, program: Program) -
         install = prepare(
             policy,
             program_files=program_files,
-            program_dirs=[program.path0, *program.search_dirs] if program.path0 else program.search_dirs,
+            # sys.path[0] is "" for -c, stdin and the REPL: the working directory, whose
+            # metadata the import system (and load_dotenv()'s search) stats
+            program_dirs=[program.path0 or os.getcwd(), *program.search_dirs],
             extra_imports=_program_modules(program),
             interactive=inspect,
             learner=learning.recorder if learning is not None else None,

@@ -130,6 +130,7 @@ def prepare(
     if _Armed.policy is not None:
         raise SandBoxError("the sandbox's guards are already armed in this process")
     library = import_guard.library_prefixes()
+    standard = import_guard.standard_prefixes()
     files = file_guard.build(
         policy,
         program_files=program_files,
@@ -188,10 +189,12 @@ def prepare(
             refuse,
             network,
             library,
+            standard,
             allow_dynamic=interactive,
             learning=learner is not None,
             eval_profile=policy.eval_profiles.get(""),
             learn_eval=learner.dynamic if learner is not None else None,
+            learner=learner,
         )
         sys.addaudithook(hook)
         _Armed.policy = policy
@@ -210,11 +213,13 @@ def _install_wrappers(
     refuse: Callable[[str], None],
     network: net_guard.NetworkGuard,
     library: tuple[str, ...],
+    standard: tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]],
     *,
     allow_dynamic: bool = False,
     learning: bool = False,
     eval_profile: Any = None,
     learn_eval: Callable[[str, Any, str, Any], None] | None = None,
+    learner: Recorder | None = None,
 ) -> None:
     import os
     import posix
@@ -223,7 +228,7 @@ def _install_wrappers(
         for module in (os, posix):
             if hasattr(module, name):
                 setattr(module, name, wrapper)
-    builtins.__import__ = import_guard.import_wrapper(check_import, library)
+    builtins.__import__ = import_guard.import_wrapper(check_import, *standard)
     import importlib._bootstrap
 
     importlib._bootstrap._find_and_load = import_guard.find_and_load_wrapper(check_import)  # type: ignore[attr-defined]
@@ -233,7 +238,7 @@ def _install_wrappers(
     for module_name, attribute, function in api_guard.WRAPPED:
         if function in denied:
             patches.append((module_name, _refusing_patch(attribute, function, refuse, learning)))
-    patches.append(("socket", _socket_patch(network)))
+    patches.append(("socket", _socket_patch(network, learner)))
     patches.append(("sqlite3", _sqlite_patch(files)))
     pending: dict[str, list[Callable[[Any], None]]] = {}
     for module_name, patch in patches:
@@ -298,14 +303,17 @@ def _get(module: Any, attribute: str) -> Any:
     return owner
 
 
-def _socket_patch(network: net_guard.NetworkGuard) -> Callable[[Any], None]:
+def _socket_patch(network: net_guard.NetworkGuard, learner: Recorder | None = None) -> Callable[[Any], None]:
     """``socket.socket``'s methods that take an address, in front of the C ones.
 
     ``listen()`` on a socket never bound raises no audit event (and Landlock has no listen
     right): the kernel binds it to a random port of every interface; it is judged as that
     bind. ``connect``, ``connect_ex``, ``bind``, ``sendto`` and ``sendmsg`` resolve a host name
     in C *before* the event: the address is judged first (a name no rule pins never reaches
-    the resolver) and C gets the exact values judged (``network.before_resolution``)."""
+    the resolver) and C gets the exact values judged (``network.before_resolution``).
+
+    Learning mode (``learner``): a TCP bind to port 0 is a probe until the socket listens or
+    connects (``Recorder.binding``, ``Recorder.used``)."""
     judge_listen, before = network.judge_listen, network.before_resolution
 
     def patch(module: Any) -> None:
@@ -337,6 +345,8 @@ def _socket_patch(network: net_guard.NetworkGuard) -> Callable[[Any], None]:
                 args = (*args[:2], before(self, args[2]), *args[3:])
             return sendmsg_original(self, buffers, *args)
 
+        if learner is not None:
+            listen, connect, connect_ex, bind = _learning_socket(learner, listen, connect, connect_ex, bind)
         for name, wrapper, original in (
             ("listen", listen, listen_original),
             ("connect", connect, connect_original),
@@ -350,6 +360,33 @@ def _socket_patch(network: net_guard.NetworkGuard) -> Callable[[Any], None]:
             setattr(cls, name, wrapper)
 
     return patch
+
+
+def _learning_socket(learner: Recorder, *methods: Callable[..., Any]) -> tuple[Callable[..., Any], ...]:
+    """``listen``, ``connect``, ``connect_ex``, ``bind`` that tell the recorder which socket
+    binds, and which one is then used."""
+    listen_judged, connect_judged, connect_ex_judged, bind_judged = methods
+
+    def listen(self: Any, *args: Any) -> Any:
+        learner.used(self)
+        return listen_judged(self, *args)
+
+    def connect(self: Any, address: Any) -> Any:
+        learner.used(self)
+        return connect_judged(self, address)
+
+    def connect_ex(self: Any, address: Any) -> Any:
+        learner.used(self)
+        return connect_ex_judged(self, address)
+
+    def bind(self: Any, address: Any) -> Any:
+        learner.binding(self)
+        try:
+            return bind_judged(self, address)
+        finally:
+            learner.binding(None)
+
+    return listen, connect, connect_ex, bind
 
 
 def _sqlite_patch(files: file_guard.FileGuard) -> Callable[[Any], None]:

@@ -39,8 +39,17 @@ def find_and_load_wrapper(on_import: Callable[[tuple[Any, ...]], None]) -> Calla
     return _find_and_load
 
 
-def import_wrapper(check: Callable[[tuple[Any, ...]], None], library: tuple[str, ...]) -> Callable[..., Any]:
-    """``builtins.__import__`` that also judges the program's imports of loaded modules."""
+def import_wrapper(
+    check: Callable[[tuple[Any, ...]], None],
+    ours: tuple[str, ...],
+    standard: tuple[str, ...],
+    not_standard: tuple[str, ...],
+) -> Callable[..., Any]:
+    """``builtins.__import__`` that also judges imports of loaded modules, charged as the
+    ``import`` event charges the others: to any importer but the sandbox (``ours``) and the
+    standard library's own modules (``standard``, minus the ``not_standard`` directories
+    under it: site-packages). Whether a module happens to be loaded already (the sandbox's
+    runtime holds ``threading`` while learning, not in a strict run) never changes the answer."""
     original = builtins.__import__
     modules = sys.modules
     getframe = sys._getframe
@@ -55,7 +64,10 @@ def import_wrapper(check: Callable[[tuple[Any, ...]], None], library: tuple[str,
         if level == 0 and name in modules:
             importer = globals if globals is not None else getframe(1).f_globals
             origin = importer.get("__file__") or ""
-            if not (isinstance(origin, str) and origin.startswith(library)):
+            if type(origin) is not str or not (
+                origin.startswith(ours)
+                or (origin.startswith(standard) and not origin.startswith(not_standard))
+            ):
                 check((name,))
         return original(name, globals, locals, fromlist, level)
 

@@ -56,6 +56,7 @@ import posix
 
 from .._record import Record
 from ..errors import RuleFileNotFoundError, RulePermissionError
+from ..rules.files import HARMLESS_DEVICES
 from ..rules.policy import Policy
 from ._seal import c_cache, frozen_get, seal
 from .paths import make_resolver
@@ -479,6 +480,8 @@ def build(
     for f in program_files:
         real = os.path.realpath(f)
         exposures.setdefault(real, (real, False, f"'{real}' (the program being run)"))
+    for device, writable in HARMLESS_DEVICES.items():  # exact files: nothing beside them
+        exposures.setdefault(device, (device, writable, f"'{device}' (a device that holds no data)"))
     table = frozen_get(exposures)
     writable_roots = tuple(sorted(p for p, (_r, w, _d) in exposures.items() if w))
     resolve = make_resolver(writable_roots)

@@ -27,7 +27,14 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Iterable
     from typing import Any
 
-__all__ = ["build", "find_and_load_wrapper", "import_wrapper", "keep_import_system_exec", "library_prefixes"]
+__all__ = [
+    "build",
+    "find_and_load_wrapper",
+    "import_wrapper",
+    "keep_import_system_exec",
+    "library_prefixes",
+    "standard_prefixes",
+]
 
 #: never judged: the interpreter's own and ours (``__future__`` is a compiler directive)
 EXEMPT = frozenset({"pysandboxes", "python_sb", "sys", "builtins", "__main__", "__future__"})
@@ -91,9 +98,7 @@ def build(
     )
     stdlib = os.path.dirname(os.__file__)
     ours = os.path.dirname(os.path.dirname(__file__))
-    site = tuple(
-        os.path.realpath(e) + "/" for e in sys.path if e.endswith(("site-packages", "dist-packages"))
-    ) + tuple(e + "/" for e in sys.path if e.endswith(("site-packages", "dist-packages")))
+    site = _site_prefixes()
     on_import = seal(
         _on_import,
         _check=check,
@@ -111,6 +116,22 @@ def build(
         _ValueError=ValueError,
     )
     return on_import, {"import": on_import}
+
+
+def _site_prefixes() -> tuple[str, ...]:
+    """The ``sys.path`` directories of installed packages (under the standard library's
+    directory for a system interpreter): their code is charged like the program's."""
+    entries = [e for e in sys.path if e.endswith(("site-packages", "dist-packages"))]
+    return tuple({os.path.realpath(e) + "/" for e in entries} | {e + "/" for e in entries})
+
+
+def standard_prefixes() -> tuple[tuple[str, ...], tuple[str, ...], tuple[str, ...]]:
+    """``(ours, standard, not_standard)``: an importer whose file is under ``ours`` (the
+    sandbox), or under ``standard`` and none of ``not_standard`` (the standard library, not
+    its site-packages), is not charged for its imports (see :func:`build`)."""
+    stdlib = os.path.dirname(os.__file__)
+    ours = os.path.dirname(os.path.dirname(__file__))
+    return (ours + "/",), (stdlib + "/",), _site_prefixes() or ("\x00",)
 
 
 def library_prefixes() -> tuple[str, ...]:

@@ -71,6 +71,11 @@ class Recorder:
         self.suspended = False
         self.files: dict[str, bool] = {}  # absolute path -> written
         self.net: set[tuple[str, str, int, str]] = set()  # (protocol, host, port, direction)
+        #: TCP binds to port 0 of sockets that neither listened nor connected (yet): a probe
+        #: (urllib3 binds ::1 to learn whether IPv6 works, then closes) is no listening right
+        self.probes: set[tuple[str, str, int, str]] = set()
+        self._binding = threading.local()  # the socket whose bind() runs in this thread
+        self._probing: weakref.WeakKeyDictionary[Any, tuple[str, str, int, str]] = weakref.WeakKeyDictionary()
         self.lookups: dict[str, set[int]] = {}  # name -> ports asked with it (0: none)
         self.addresses: dict[str, str] = {}  # address -> the name it was found for
         self.imports: set[str] = set()
@@ -78,13 +83,15 @@ class Recorder:
         self.env: dict[str, str] = {}  # name -> "present" | "absent" | "scan"
         self.eval: set[str] = set()  # eval-* rule lines
         self.objects = False  # a @sandbox call returned an object (not plain data)
+        self.dotenv: set[str] = set()  # .env files read: no rule, a note (they hold secrets)
 
     # -- facts -----------------------------------------------------------------------------
 
     def add(self, fact: tuple[Any, ...]) -> None:
         """Record one fact: ``("file", path, write)``, ``("net", proto, host, port, dir)``,
         ``("lookup", name, port)``, ``("address", address, name)``, ``("import", name)``,
-        ``("api", function)``, ``("env", name, how)``, ``("eval", line)``, ``("objects",)``."""
+        ``("api", function)``, ``("env", name, how)``, ``("eval", line)``, ``("objects",)``,
+        ``("dotenv", path)``."""
         with self._lock:
             new = self._add(fact)
         if new and self.journal is not None:
@@ -104,6 +111,12 @@ class Recorder:
             if item in self.net:
                 return False
             self.net.add(item)
+            return True
+        if kind == "probe":
+            item = (str(fact[1]), str(fact[2]), int(fact[3]), str(fact[4]))
+            if item in self.probes:
+                return False
+            self.probes.add(item)
             return True
         if kind == "lookup":
             ports = self.lookups.setdefault(str(fact[1]), set())
@@ -140,6 +153,11 @@ class Recorder:
                 return False
             self.eval.add(str(fact[1]))
             return True
+        if kind == "dotenv":
+            if fact[1] in self.dotenv:
+                return False
+            self.dotenv.add(str(fact[1]))
+            return True
         if kind == "objects":
             if self.objects:
                 return False
@@ -151,18 +169,30 @@ class Recorder:
         with self._lock:
             yield from (("file", p, w) for p, w in self.files.items())
             yield from (("net", *n) for n in self.net)
+            yield from (("probe", *n) for n in self.probes)
             yield from (("lookup", n, p) for n, ports in self.lookups.items() for p in ports)
             yield from (("address", a, n) for a, n in self.addresses.items())
             yield from (("import", n) for n in self.imports)
             yield from (("api", f) for f in self.api)
             yield from (("env", n, h) for n, h in self.env.items())
             yield from (("eval", line) for line in self.eval)
+            yield from (("dotenv", p) for p in self.dotenv)
             if self.objects:
                 yield ("objects",)
 
     def empty(self) -> bool:
         return not any(
-            (self.files, self.net, self.lookups, self.imports, self.api, self.env, self.eval, self.objects)
+            (
+                self.files,
+                self.net,
+                self.lookups,
+                self.imports,
+                self.api,
+                self.env,
+                self.eval,
+                self.objects,
+                self.dotenv,
+            )
         )
 
     # -- the guards' callbacks (True: allow) ------------------------------------------------
@@ -213,14 +243,35 @@ class Recorder:
             return True  # a probe for a missing file: refused or not, it is not there
         if _tolerated():
             return True
+        if not write and _is_dotenv(path):
+            self.add(("dotenv", os.path.abspath(path)))  # a note, never a right: it holds secrets
+            return True
         self.add(("file", path, write))
         return True
 
     def connection(self, host: str, port: int, protocol: str, direction: str) -> bool:
         if self.suspended:
             return True
-        self.add(("net", protocol, str(host), int(port or 0), direction))
+        item = (protocol, str(host), int(port or 0), direction)
+        sock = getattr(self._binding, "sock", None)
+        if sock is not None and item[2] == 0 and protocol == "tcp" and direction == "in":
+            with self._lock:
+                self._probing[sock] = item
+            self.add(("probe", *item))  # a right once the socket listens or connects
+            return True
+        self.add(("net", *item))
         return True
+
+    def binding(self, sock: Any) -> None:
+        """``sock.bind()`` starts in this thread (None: it ended)."""
+        self._binding.sock = sock
+
+    def used(self, sock: Any) -> None:
+        """``sock`` listens or connects: its ephemeral bind was a right after all."""
+        with self._lock:
+            item = self._probing.pop(sock, None)
+        if item is not None:
+            self.add(("net", *item))
 
     def lookup(self, name: str, port: Any) -> bool:
         if self.suspended:
@@ -282,20 +333,45 @@ class Recorder:
         return False
 
 
+def _is_dotenv(path: str) -> bool:
+    """``.env`` or ``.env.<something>`` (``.env.local``): a file of secrets by convention."""
+    name = os.path.basename(path)
+    return name == ".env" or name.startswith(".env.")
+
+
 _IMPORT_MACHINERY = ("<frozen importlib._bootstrap_external>", "/importlib/_bootstrap_external.py")
+#: ``os.path.realpath`` (``Path.resolve()``) lstat()s every component of a path to find the
+#: symbolic links; a strict run refuses the lstat of a directory no rule exposes, and realpath
+#: takes it for a plain directory. Resolving a path is not reading its directories.
+_PATH_RESOLUTION = ("<frozen posixpath>", "/posixpath.py")
+#: ``importlib.metadata`` looking for distributions in every ``sys.path`` directory (``''``, the
+#: working directory, for ``-c``): a strict run's refusal is an empty directory to it (``FastPath``
+#: suppresses the errors of its ``stat`` and ``listdir``), as for the import system's own scan
+_METADATA_SEARCH = ("/importlib/metadata/__init__.py", "/importlib_metadata/__init__.py")
 
 
 def _tolerated() -> bool:
     """Accesses a strict run refuses without harm, so learning them would only widen the
-    rules: the import system scanning a directory of ``sys.path`` or caching bytecode (it
-    reads a module's file through ``get_data``, which is learned), and ``linecache`` reading
-    source lines for a traceback."""
+    rules: the import system itself scanning a directory of ``sys.path`` or caching bytecode
+    (it reads a module's file through ``get_data``, which is learned), and ``linecache``
+    reading source lines for a traceback, ``importlib.metadata`` searching the ``sys.path``
+    directories for distributions, and ``os.path.realpath`` looking at each parent of a path
+    for symbolic links. Only the import system's *own* accesses: the first
+    frame outside the sandbox must be the import machinery's. A module's top-level code runs
+    under the import machinery's frames too, and what it opens is the program's access."""
     frame: Any = sys._getframe(2)
-    while frame is not None:
+    while frame is not None and frame.f_code.co_filename.startswith(_OURS):
+        frame = frame.f_back
+    if frame is not None:
         filename = frame.f_code.co_filename
         if filename.endswith(_IMPORT_MACHINERY):
             return bool(frame.f_code.co_name != "get_data")
-        if filename.endswith("/linecache.py"):
+        if filename.endswith(_PATH_RESOLUTION) and frame.f_code.co_name in ("_joinrealpath", "realpath"):
+            return True
+        if filename.endswith(_METADATA_SEARCH) and frame.f_code.co_name in ("mtime", "children"):
+            return True
+    while frame is not None:
+        if frame.f_code.co_filename.endswith("/linecache.py"):
             return True
         frame = frame.f_back
     return False
@@ -329,7 +405,9 @@ def record_environment(recorder: Recorder) -> None:
     original = os.environ
     base: Any = type(original)
     set_here: set[str] = set()
-    #: names the program obtained by listing the environment: reading one back is a scan
+    #: names the program obtained by listing the environment and has not read back yet:
+    #: reading one back is part of that scan (``dict(os.environ)`` lists, then reads each);
+    #: once read back, a later read of the name is a read by name, learned as such
     listed: set[str] = set()
 
     def note(key: Any, present: bool) -> None:
@@ -341,6 +419,7 @@ def record_environment(recorder: Recorder) -> None:
         if how is None:
             return
         if how == "scan" or key in listed:
+            listed.discard(key)
             recorder.add(("env", key, "scan"))
         else:
             recorder.add(("env", key, "present" if present else "absent"))

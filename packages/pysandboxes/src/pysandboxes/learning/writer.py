@@ -43,6 +43,8 @@ DANGEROUS_MODULES = frozenset(
 )
 
 _SCAN_LIMIT = 30
+#: a comment line that stands alone (not above a rule): written once, counted as no rule
+NOTE = "# note: "
 
 
 class Learned(Record):
@@ -110,6 +112,7 @@ def _env_lines(recorder: Recorder, policy: Policy, refused: list[str]) -> list[s
     from fnmatch import fnmatchcase
 
     lines: list[str] = []
+    absent: list[str] = []
     scanned: list[str] = []
     for name in sorted(recorder.env):
         if not _is_env_name(name):
@@ -121,9 +124,12 @@ def _env_lines(recorder: Recorder, policy: Policy, refused: list[str]) -> list[s
         if how == "scan":
             scanned.append(name)
         elif how == "absent":
-            lines.append(f"env={name}=${{{name}}}  # absent while learning")
+            absent.append(name)
         else:
             lines.append(f"env={name}=${{{name}}}")
+    if absent:  # the strict run sees them unset too; a grant is for a variable someone sets
+        lines.append("# read by name but not set while learning: uncomment those the program may be given")
+        lines += [f"#env={name}=${{{name}}}  # absent while learning" for name in absent]
     if scanned:
         if len(scanned) <= _SCAN_LIMIT:
             lines += [f"#env={name}=${{{name}}}  # listed by a scan of os.environ only" for name in scanned]
@@ -163,7 +169,7 @@ class _Places:
         return path
 
     def too_broad(self, path: str) -> bool:
-        return path in ("/", self.home, "/home", "/root")
+        return path in ("/", self.home, "/home", "/root", "/dev")
 
 
 def _directory_for(path: str, write: bool) -> str | None:
@@ -221,6 +227,19 @@ def _file_lines(recorder: Recorder, places: _Places, refused: list[str]) -> tupl
     return lines, broad
 
 
+def _dotenv_lines(recorder: Recorder, places: _Places) -> list[str]:
+    """A note per ``.env`` file the program read: no rule (it holds secrets; the strict run
+    refuses it, and ``load_dotenv()`` then finds no file), how to pass its variables instead."""
+    lines = []
+    for path in sorted(recorder.dotenv):
+        if _path_problem(path) is None:
+            lines.append(
+                f"{NOTE}the program read {places.spell(path)}: not learned, it holds secrets. Pass the "
+                "variables it needs with env=NAME=${NAME} (see docs/learning.md, .env files)"
+            )
+    return lines
+
+
 def _port_variables(recorder: Recorder, environ: Mapping[str, str]) -> dict[int, str]:
     """Ports given by a variable the program read (``*PORT*``): written ``${VAR}``, so the
     rule follows the variable as the program does."""
@@ -250,6 +269,11 @@ def _net_lines(recorder: Recorder, refused: list[str], environ: Mapping[str, str
         ports.setdefault((protocol, name.lower(), direction), set()).add(port)
         if name == host:
             used_names.add(name.lower())
+    probes = sorted(
+        (protocol, host)
+        for protocol, host, _port, _direction in recorder.probes - recorder.net
+        if _is_host(host)
+    )
     lines = []
     for (protocol, host, direction), numbers in sorted(ports.items()):
         shown = ",".join(f"${{{by_variable[p]}}}" if p in by_variable else str(p) for p in sorted(numbers))
@@ -272,6 +296,10 @@ def _net_lines(recorder: Recorder, refused: list[str], environ: Mapping[str, str
             )
         else:
             lines.append(f"#net=ALLOW|tcp|{name}|443|OUT  # resolved, no connection seen: check the port")
+    for protocol, host in dict.fromkeys(probes):
+        lines.append(
+            f"#net=ALLOW|{protocol}|{host}|*|IN  # a probe: bound to port 0, then neither listened nor connected"
+        )
     return lines
 
 
@@ -288,15 +316,31 @@ def _wrap(prefix: str, names: list[str], width: int = 70) -> list[str]:
     return lines
 
 
+def _installed(name: str) -> bool:
+    """Whether the top-level module ``name`` exists here: loaded, or found on ``sys.path``.
+    A refused import that then failed (``try: import brotli`` / ``except ImportError``) is no
+    right to learn: the strict run fails it the same way."""
+    if name in sys.modules:
+        return True
+    import importlib.util
+
+    try:
+        return importlib.util.find_spec(name) is not None
+    except (ImportError, ValueError):
+        return True  # a finder that cannot tell: keep the rule, for review
+
+
 def _import_lines(recorder: Recorder, policy: Policy, refused: list[str]) -> list[str]:
     if "*" in policy.imports:
         return []
-    groups: dict[str, list[str]] = {"dangerous": [], "standard": [], "third": []}
+    groups: dict[str, list[str]] = {"dangerous": [], "standard": [], "third": [], "absent": []}
     for name in sorted(recorder.imports):
         if not _is_module(name):
             refused.append(f"module {_shown(name)}: not a module name")
             continue
-        if name in DANGEROUS_MODULES:
+        if not _installed(name):
+            groups["absent"].append(name)
+        elif name in DANGEROUS_MODULES:
             groups["dangerous"].append(name)
         elif name in sys.stdlib_module_names or name.startswith("_"):
             groups["standard"].append(name)
@@ -307,9 +351,12 @@ def _import_lines(recorder: Recorder, policy: Policy, refused: list[str]) -> lis
         "dangerous": "# ⚠ Dangerous: they run code, load native code or rebuild objects",
         "standard": "# Standard library",
         "third": "# Third-party: check where each one comes from",
+        "absent": "# Tried, absent: not installed while learning (optional imports that failed)",
     }
     for group, names in groups.items():
-        if group == "third":
+        if group == "absent":
+            wrapped = [f"#python-import={n}" for n in names]
+        elif group == "third":
             wrapped = [f"python-import={n}" for n in names]
         else:
             wrapped = _wrap("python-import=", names)
@@ -388,7 +435,7 @@ def render(recorder: Recorder, policy: Policy, base: str, environ: Mapping[str, 
     files, broad = _file_lines(recorder, places, refused)
     lines = {
         "env": _env_lines(recorder, policy, refused),
-        "files": files + broad,
+        "files": files + broad + _dotenv_lines(recorder, places),
         "network": _net_lines(recorder, refused, environ),
         "imports": _import_lines(recorder, policy, refused),
         "api": _api_lines(recorder, policy, refused),
@@ -418,12 +465,18 @@ def merge(text: str, learned: Learned, stamp: str) -> tuple[str, dict[str, int]]
     """``text`` with the new lines of ``learned`` in its learning blocks, and how many rules
     each family gained. Group comments are kept only above new rules."""
     present = {_comparable(line) for line in text.splitlines() if _is_rule(line)}
+    notes = {line.strip() for line in text.splitlines() if line.strip().startswith(NOTE)}
     lines = text.splitlines()
     counts: dict[str, int] = {}
     for family, block in FAMILIES:
         new: list[str] = []
         pending_comments: list[str] = []
         for line in learned.lines.get(family, []):
+            if line.startswith(NOTE):  # a note stands alone, written once
+                if line not in notes:
+                    notes.add(line)
+                    new.append(line)
+                continue
             if not _is_rule(line):
                 pending_comments.append(line)
                 continue
@@ -442,7 +495,8 @@ def merge(text: str, learned: Learned, stamp: str) -> tuple[str, dict[str, int]]
         candidates = sum(1 for line in new if line.startswith("#") and _is_rule(line))
         if not new:
             continue
-        counts[family] = rules + candidates
+        if rules + candidates:
+            counts[family] = rules + candidates
         if family == "result":
             lines = [
                 f"# {line.strip()}  # superseded by learning on {stamp}"

@@ -111,6 +111,20 @@ class FilePolicy(Record):
         return None
 
 
+#: Device files every program may use, with no rule: they hold no data of the host (reading
+#: gives zeros or random bytes, writing discards, ``/dev/tty`` is the terminal the program was
+#: started from). ``True``: writable too. The same files Landlock grants (``providers/landlock.py``:
+#: ``_BASE_READ_FILES``, ``_WRITE_FILES``), so learning never writes ``expose-ro=/dev`` for them;
+#: every other device (``/dev/kmsg``, ``/dev/mem``, block devices) still needs a rule.
+HARMLESS_DEVICES = {
+    "/dev/null": True,
+    "/dev/tty": True,
+    "/dev/zero": False,
+    "/dev/urandom": False,
+    "/dev/random": False,
+}
+
+
 def builtin_exposures() -> list[Exposure]:
     """What every sandboxed interpreter needs read-only: its own tree and the CA stores."""
     python = Origin(None, 0, BUILTIN, "<python>")
