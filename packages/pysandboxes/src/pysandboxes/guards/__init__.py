@@ -210,9 +210,21 @@ def _install_wrappers(
     import posix
 
     for name, wrapper in file_guard.metadata_wrappers(check_file).items():
+        original = getattr(posix, name)
         for module in (os, posix):
             if hasattr(module, name):
                 setattr(module, name, wrapper)
+        # Code asks these sets what a function accepts (``shutil`` picks its symlink-safe
+        # ``rmtree`` and ``copystat(follow_symlinks=False)`` by them): the wrapper accepts what
+        # the original does.
+        for capabilities in (
+            os.supports_dir_fd,
+            os.supports_fd,
+            os.supports_follow_symlinks,
+            os.supports_effective_ids,
+        ):
+            if original in capabilities:
+                capabilities.add(wrapper)
     builtins.__import__ = import_guard.import_wrapper(check_import, library)
     import importlib._bootstrap
 
