@@ -30,3 +30,23 @@ def test_shutil_keeps_its_symlink_safe_functions(project: Any, provider: str) ->
         "access in supports_effective_ids": "OK True",
         "copystat of a link": "OK",
     }
+
+
+def test_the_wrapped_os_functions_show_their_own_signature(project: Any, provider: str) -> None:
+    run = project.run(
+        """
+        import inspect, os
+        attempt("stat", lambda: str(inspect.signature(os.stat)))
+        attempt("access", lambda: str(inspect.signature(os.access)))
+        attempt("statvfs", lambda: str(inspect.signature(os.statvfs)))
+        attempt("argspec", lambda: inspect.getfullargspec(os.lstat).args)
+        """,
+        "python-import=os, inspect",
+        provider=provider,
+    )
+    assert run.outcomes() == {
+        "stat": "OK '(path, *, dir_fd=None, follow_symlinks=True)'",
+        "access": "OK '(path, mode, *, dir_fd=None, effective_ids=False, follow_symlinks=True)'",
+        "statvfs": "OK '(path)'",
+        "argspec": "OK ['path']",
+    }

@@ -437,3 +437,9 @@ def _like(wrapper: Callable[..., Any], original: Callable[..., Any]) -> None:
     wrapper.__qualname__ = original.__qualname__
     wrapper.__doc__ = original.__doc__
     wrapper.__module__ = original.__module__
+    # inspect.signature() reads a function's __text_signature__ first: the wrapper shows the
+    # original's parameters, not (path, *args, **kwargs). Without the module's "$module, ".
+    text = getattr(original, "__text_signature__", None)
+    if text:
+        text = text.replace("$module, ", "", 1).replace("(/, ", "(", 1).replace("(/)", "()", 1)
+        wrapper.__text_signature__ = text  # type: ignore[attr-defined]
