@@ -5,7 +5,13 @@ rule, refused without)."""
 
 from __future__ import annotations
 
+import os
+import subprocess
+import sys
+from pathlib import Path
 from typing import Any
+
+PYTHON_SB = str(Path(sys.executable).with_name("python-sb"))
 
 
 def test_shutil_keeps_its_symlink_safe_functions(project: Any, provider: str) -> None:
@@ -50,3 +56,40 @@ def test_the_wrapped_os_functions_show_their_own_signature(project: Any, provide
         "statvfs": "OK '(path)'",
         "argspec": "OK ['path']",
     }
+
+
+PACKAGE_WRITES_NEXT_TO_ITSELF = """\
+import os
+path = os.path.join(os.path.dirname(__file__), "cache.txt")
+try:
+    with open(path, "w") as f:
+        f.write("cached")
+    print("wrote", os.path.basename(path))
+except OSError as e:
+    print(type(e).__name__)
+"""
+
+
+def test_a_module_run_with_m_may_write_where_the_rules_let_it(project: Any, provider: str) -> None:
+    """``python-sb -m tool``: the program's own directory is readable, and stays writable
+    when an ``expose-rw=`` covers it (CPython's ``-m test`` writes into its package)."""
+    tool = project.data / "tool"
+    tool.mkdir()
+    (tool / "__main__.py").write_text(PACKAGE_WRITES_NEXT_TO_ITSELF)
+    outcomes = {}
+    for exposure in ("expose-rw", "expose-ro"):
+        project.rule_file.write_text(f"{exposure}={project.data}\npython-import=os\nos-sandbox={provider}\n")
+        done = subprocess.run(
+            [PYTHON_SB, f"--pysandboxes-config={project.rule_file}", "-m", "tool"],
+            cwd=project.data,
+            env={"HOME": str(project.home), "PATH": os.environ.get("PATH", "/usr/bin:/bin")},
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
+        outcomes[exposure] = (done.returncode, done.stdout, done.stderr)
+    assert outcomes == {
+        "expose-rw": (0, "wrote cache.txt\n", ""),
+        "expose-ro": (0, "RulePermissionError\n", ""),
+    }
+    assert (tool / "cache.txt").read_text() == "cached"

@@ -297,7 +297,10 @@ def build(
         exposures[e.path] = (e.path, e.writable, e.describe())
     for f in program_files:
         real = os.path.realpath(f)
-        exposures.setdefault(real, (real, False, f"'{real}' (the program being run)"))
+        # Readable, and no less than the rules already make it: an exposure of its own would
+        # win over a covering expose-rw= (the longest prefix decides) and make it read-only.
+        if _find_exposure(real, exposures.get) is None:  # type: ignore[no-untyped-call]
+            exposures[real] = (real, False, f"'{real}' (the program being run)")
     table = frozen_get(exposures)
     writable_roots = tuple(sorted(p for p, (_r, w, _d) in exposures.items() if w))
     resolve = make_resolver(writable_roots)
