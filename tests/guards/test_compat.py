@@ -93,3 +93,24 @@ def test_a_module_run_with_m_may_write_where_the_rules_let_it(project: Any, prov
         "expose-ro": (0, "RulePermissionError\n", ""),
     }
     assert (tool / "cache.txt").read_text() == "cached"
+
+
+def test_sqlite3_connect_returns_what_a_factory_made(project: Any, provider: str) -> None:
+    """A factory that skips ``Connection.__init__`` opens nothing: ``connect`` returns its
+    object, which refuses every use (CPython's test_sqlite3 checks both)."""
+    run = project.run(
+        """
+        import sqlite3
+        class Unopened(sqlite3.Connection):
+            def __init__(self, *args, **kwargs):
+                pass
+        attempt("connect", lambda: type(sqlite3.connect(":memory:", factory=Unopened)).__name__)
+        attempt("use", lambda: sqlite3.connect(":memory:", factory=Unopened).execute("select 1"))
+        """,
+        "python-import=sqlite3",
+        provider=provider,
+    )
+    assert run.outcomes() == {
+        "connect": "OK 'Unopened'",
+        "use": "ProgrammingError: Base Connection.__init__ not called.",
+    }

@@ -326,7 +326,12 @@ def _sqlite_patch(authorizer: Callable[..., int]) -> Callable[[Any], None]:
 
         def connect(*args: Any, **kwargs: Any) -> Any:
             connection = original(*args, **kwargs)
-            connection.set_authorizer(authorizer)
+            try:
+                connection.set_authorizer(authorizer)
+            except module.ProgrammingError:
+                # A factory whose __init__ skipped Connection.__init__: no database is open
+                # and the object refuses every use; connect() returns it as it would.
+                return connection
             return connection
 
         connect.__doc__ = original.__doc__
