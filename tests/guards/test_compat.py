@@ -114,3 +114,11 @@ def test_sqlite3_connect_returns_what_a_factory_made(project: Any, provider: str
         "connect": "OK 'Unopened'",
         "use": "ProgrammingError: Base Connection.__init__ not called.",
     }
+
+
+def test_a_relative_import_without_globals_fails_as_under_python(project: Any, provider: str) -> None:
+    run = project.run(
+        'attempt("relative import, no globals", __import__, "sys", level=1)',
+        provider=provider,
+    )
+    assert run.outcomes() == {"relative import, no globals": "KeyError: \"'__name__' not in globals\""}
