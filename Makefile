@@ -8,13 +8,14 @@ UV ?= $(shell command -v uv 2>/dev/null || echo python3 -m uv)
 VENV := .venv
 STAMP := $(VENV)/.synced
 
-.PHONY: help demo test lint bench bootstrap clean
+.PHONY: help demo test lint bench compat bootstrap clean
 
 help:
 	@echo "make demo   - a program under its rules, an agent's tools confined, then init, check, explain a rule file"
 	@echo "make test   - run the whole test suite"
 	@echo "make lint   - ruff and mypy"
 	@echo "make bench  - benchmarks, side by side with pysandboxes 0.7.0"
+	@echo "make compat - CPython's own test suite under python-sb, every right granted, vs python (subprocess and landlock)"
 
 bootstrap: $(STAMP)
 
@@ -39,6 +40,9 @@ lint: $(STAMP)
 
 bench: $(STAMP)
 	$(UV) run --no-sync python bench/run_all.py
+
+compat: $(STAMP)
+	$(UV) run --no-sync python bench/compat.py $(COMPAT_ARGS)
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache .mypy_cache .hypothesis
