@@ -122,3 +122,30 @@ def test_a_relative_import_without_globals_fails_as_under_python(project: Any, p
         provider=provider,
     )
     assert run.outcomes() == {"relative import, no globals": "KeyError: \"'__name__' not in globals\""}
+
+
+NAMEINFO = """\
+import socket
+numeric = socket.NI_NUMERICHOST | socket.NI_NUMERICSERV
+attempt("127.0.0.1", socket.getnameinfo, ("127.0.0.1", 8080), numeric)
+attempt("::1", socket.getnameinfo, ("::1", 8080, 0, 0), numeric)
+attempt("10.1.2.3", socket.getnameinfo, ("10.1.2.3", 8080), numeric)
+class Anything(str):
+    def __eq__(self, other):
+        return True
+    __hash__ = str.__hash__
+attempt("str subclass", socket.getnameinfo, (Anything("10.1.2.3"), 8080), numeric)
+"""
+
+
+def test_getnameinfo_of_a_loopback_address_works_as_gethostbyaddr_does(project: Any, provider: str) -> None:
+    """asyncio's tests format their own socket's address with ``getnameinfo``; a loopback
+    address is answered from the hosts file, any other is refused before any query."""
+    run = project.run(NAMEINFO, "python-import=socket", provider=provider, netns=True)
+    denied = "RuleSocketConnectionRefusedError: Reverse lookup of '10.1.2.3' (socket.getnameinfo) DENIED: the sandbox sends no DNS query for it."
+    assert run.outcomes() == {
+        "127.0.0.1": "OK ('127.0.0.1', '8080')",
+        "::1": "OK ('::1', '8080')",
+        "10.1.2.3": denied,
+        "str subclass": denied,
+    }
