@@ -97,3 +97,40 @@ def test_expose_rw_of_the_root_leaves_the_interpreter_read_only(tmp_path: Path, 
         "expose-rw=/": (0, "RulePermissionError\n", ""),
         f"expose-rw={prefix}": (0, "written\n", ""),
     }
+
+
+BIND_EVERY_INTERFACE = """\
+import socket
+for host in ("127.0.0.1", "0.0.0.0"):
+    s = socket.socket()
+    try:
+        s.bind((host, 0))
+        print(host, "bound")
+    except ConnectionRefusedError as e:
+        print(host, type(e).__name__)
+    finally:
+        s.close()
+"""
+
+
+@pytest.mark.parametrize("provider", compat.PROVIDERS)
+def test_loopback_rules_do_not_grant_listening_on_every_interface(tmp_path: Path, provider: str) -> None:
+    """``0.0.0.0`` (and ``::``) is every interface, not loopback: it needs a rule naming it."""
+    outcomes = {}
+    for extra in ("", "net=ALLOW|tcp|0.0.0.0|*|IN\n"):
+        rules = tmp_path / ".py-sandboxes"
+        rules.write_text(
+            f"net=ALLOW|*|127.0.0.0/8|*|IN,OUT\npython-import=socket\n{extra}os-sandbox={provider}\n"
+        )
+        done = subprocess.run(
+            [PYTHON_SB, f"--pysandboxes-config={rules}", "-c", BIND_EVERY_INTERFACE],
+            cwd=tmp_path,
+            capture_output=True,
+            text=True,
+            timeout=30,
+        )
+        outcomes[extra.strip() or "loopback only"] = (done.returncode, done.stdout, done.stderr)
+    assert outcomes == {
+        "loopback only": (0, "127.0.0.1 bound\n0.0.0.0 RuleSocketConnectionRefusedError\n", ""),
+        "net=ALLOW|tcp|0.0.0.0|*|IN": (0, "127.0.0.1 bound\n0.0.0.0 bound\n", ""),
+    }
