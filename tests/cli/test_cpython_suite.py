@@ -42,7 +42,6 @@ def bug(reason: str) -> pytest.MarkDecorator:
 #: a few seconds each, under python and under python-sb alike
 FAST_FILES = [
     "test_json",
-    "test_pathlib",
     "test_shutil",
     "test_sqlite3",
     "test_inspect",
