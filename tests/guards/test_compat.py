@@ -149,3 +149,29 @@ def test_getnameinfo_of_a_loopback_address_works_as_gethostbyaddr_does(project: 
         "10.1.2.3": denied,
         "str subclass": denied,
     }
+
+
+READLINK = """\
+import os
+os.symlink("@SECRET@/secret.txt", "@DATA@/out")
+os.symlink("@DATA@/loop", "@DATA@/loop")
+attempt("readlink of a link to outside", os.readlink, "@DATA@/out")
+attempt("realpath of a loop", os.path.realpath, "@DATA@/loop")
+attempt("reading through the link", lambda: open("@DATA@/out").read())
+attempt("readlink outside the exposures", os.readlink, "@SECRET@/secret.txt")
+"""
+
+
+def test_readlink_judges_the_link_itself_not_where_it_points(project: Any, provider: str) -> None:
+    """``readlink`` reads a link of an exposed directory, as the kernel lets it, and
+    ``realpath`` finds a loop itself (CPython's test_posixpath); what the link points to is
+    still judged when it is opened."""
+    run = project.run(READLINK, "expose-rw=@DATA@\npython-import=os", provider=provider)
+    secret = project.secret / "secret.txt"
+    outside = f"RuleFileNotFoundError: Access to '{secret}' must be accepted by a rule."
+    assert run.outcomes() == {
+        "readlink of a link to outside": f"OK '{secret}'",
+        "realpath of a loop": f"OK '{project.data}/loop'",
+        "reading through the link": outside,
+        "readlink outside the exposures": outside,
+    }

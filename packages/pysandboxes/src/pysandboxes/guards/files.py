@@ -383,12 +383,15 @@ def metadata_wrappers(check: Callable[..., None]) -> dict[str, Callable[..., Any
     made: dict[str, Callable[..., Any]] = {}
 
     def wrap(name: str, write: bool = False, *, follow_kw: bool = True) -> None:
+        """``follow_kw=False``: a call without ``follow_symlinks``, which acts on a final
+        symlink itself (``readlink``, ``lchown``, ``mkfifo``, ``mknod``): the link is judged,
+        not where it points (a loop is then the caller's to find, as ``realpath`` does)."""
         original = getattr(posix, name, None)
         if original is None:
             return
 
         def wrapper(path: Any, *args: Any, **kwargs: Any) -> Any:
-            follow = kwargs.get("follow_symlinks", True) if follow_kw else True
+            follow = kwargs.get("follow_symlinks", True) if follow_kw else False
             check(path, write, follow, kwargs.get("dir_fd"), True)
             return original(path, *args, **kwargs)
 
