@@ -379,15 +379,16 @@ def report(results: dict[str, list[Comparison]], walls: dict[str, float], absent
         same = sum(c.same for c in comparisons)
         lines.append(f"## python-sb, os-sandbox={provider} ({rule_file(provider).relative_to(REPO)})")
         lines.append("")
-        lines.append("| file | python | python-sb | differing test ids |")
-        lines.append("|---|---|---|---|")
-        for c in comparisons:
-            if c.same and not c.flaky:
-                continue
+        listed = [c for c in comparisons if c.differing or c.flaky]
+        if listed:
+            lines.append("| file | python | python-sb | differing test ids |")
+            lines.append("|---|---|---|---|")
+        for c in listed:
             shown = c.differing or [f"flaky, same on rerun: {d}" for d in c.flaky]
             cell = "<br>".join(shown[:8]) + (f"<br>... {len(shown) - 8} more" if len(shown) > 8 else "")
             lines.append(f"| {c.name} | {c.python.result} | {c.sandboxed.result} | {cell} |")
-        lines.append("")
+        if listed:
+            lines.append("")
         python_s = sum(c.python.seconds for c in comparisons)
         sandboxed_s = sum(c.sandboxed.seconds for c in comparisons)
         lines.append(
