@@ -10,7 +10,7 @@ UV ?= $(shell command -v uv 2>/dev/null || echo python3 -m uv)
 VENV := .venv
 STAMP := $(VENV)/.synced
 
-.PHONY: help demo test test-integrations lint bench bootstrap clean
+.PHONY: help demo test test-integrations lint bench compat bootstrap clean
 
 help:
 	@echo "make demo   - a program under its rules, an agent's tools confined, then init, check, explain a rule file"
@@ -18,6 +18,7 @@ help:
 	@echo "make test-integrations - each adapter's tests, in its own environment (.venv-int/<name>)"
 	@echo "make lint   - ruff and mypy"
 	@echo "make bench  - benchmarks, side by side with pysandboxes 0.7.0"
+	@echo "make compat - CPython's own test suite under python-sb, every right granted, vs python (subprocess and landlock)"
 
 bootstrap: $(STAMP)
 
@@ -54,6 +55,9 @@ lint: $(STAMP)
 
 bench: $(STAMP)
 	$(UV) run --no-sync python bench/run_all.py
+
+compat: $(STAMP)
+	$(UV) run --no-sync python bench/compat.py $(COMPAT_ARGS)
 
 clean:
 	rm -rf $(VENV) .venv-int .pytest_cache .ruff_cache .mypy_cache .hypothesis

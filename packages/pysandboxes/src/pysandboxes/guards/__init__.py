@@ -225,9 +225,21 @@ def _install_wrappers(
     import posix
 
     for name, wrapper in file_guard.metadata_wrappers(files).items():
+        original = getattr(posix, name)
         for module in (os, posix):
             if hasattr(module, name):
                 setattr(module, name, wrapper)
+        # Code asks these sets what a function accepts (``shutil`` picks its symlink-safe
+        # ``rmtree`` and ``copystat(follow_symlinks=False)`` by them): the wrapper accepts what
+        # the original does.
+        for capabilities in (
+            os.supports_dir_fd,
+            os.supports_fd,
+            os.supports_follow_symlinks,
+            os.supports_effective_ids,
+        ):
+            if original in capabilities:
+                capabilities.add(wrapper)
     builtins.__import__ = import_guard.import_wrapper(check_import, *standard)
     import importlib._bootstrap
 
@@ -400,12 +412,21 @@ def _sqlite_patch(files: file_guard.FileGuard) -> Callable[[Any], None]:
         original = module.connect
 
         def connect(*args: Any, **kwargs: Any) -> Any:
-            if args:
-                args = (exact(args[0]), *args[1:])
-            elif "database" in kwargs:
-                kwargs["database"] = exact(kwargs["database"])
+            factory = kwargs.get("factory", args[5] if len(args) > 5 else None)
+            if factory is None or factory is module.Connection:
+                if args:
+                    args = (exact(args[0]), *args[1:])
+                elif "database" in kwargs:
+                    kwargs["database"] = exact(kwargs["database"])
+            # else a factory of the program's gets the database as given (as under python);
+            # what it opens raises the event, which refuses a value that is not exact
             connection = original(*args, **kwargs)
-            connection.set_authorizer(authorizer)
+            try:
+                connection.set_authorizer(authorizer)
+            except module.ProgrammingError:
+                # A factory whose __init__ skipped Connection.__init__: no database is open
+                # and the object refuses every use; connect() returns it as it would.
+                return connection
             return connection
 
         connect.__doc__ = original.__doc__

@@ -69,6 +69,10 @@ def import_wrapper(
                 or (origin.startswith(standard) and not origin.startswith(not_standard))
             ):
                 check((name,))
+        if globals is None:
+            # No globals: left out, as the caller most likely did. Handed None, the builtin
+            # fails a relative import with "globals must be a dict" instead of KeyError.
+            return original(name, locals=locals, fromlist=fromlist, level=level)
         return original(name, globals, locals, fromlist, level)
 
     __import__.__doc__ = original.__doc__

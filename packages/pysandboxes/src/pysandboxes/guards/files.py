@@ -479,7 +479,10 @@ def build(
         exposures[e.path] = (e.path, e.writable, e.describe())
     for f in program_files:
         real = os.path.realpath(f)
-        exposures.setdefault(real, (real, False, f"'{real}' (the program being run)"))
+        # Readable, and no less than the rules already make it: an exposure of its own would
+        # win over a covering expose-rw= (the longest prefix decides) and make it read-only.
+        if _find_exposure(real, exposures.get) is None:  # type: ignore[no-untyped-call]
+            exposures[real] = (real, False, f"'{real}' (the program being run)")
     for device, writable in HARMLESS_DEVICES.items():  # exact files: nothing beside them
         exposures.setdefault(device, (device, writable, f"'{device}' (a device that holds no data)"))
     table = frozen_get(exposures)
@@ -607,6 +610,9 @@ def metadata_wrappers(guard: FileGuard) -> dict[str, Callable[..., Any]]:
     made: dict[str, Callable[..., Any]] = {}
 
     def wrap(name: str, write: bool = False, *, follow_kw: bool = True) -> None:
+        """``follow_kw=False``: a call without ``follow_symlinks``, which acts on a final
+        symlink itself (``readlink``, ``lchown``, ``mkfifo``, ``mknod``): the link is judged,
+        not where it points (a loop is then the caller's to find, as ``realpath`` does)."""
         original = getattr(posix, name, None)
         if original is None:
             return
@@ -614,7 +620,7 @@ def metadata_wrappers(guard: FileGuard) -> dict[str, Callable[..., Any]]:
         def wrapper(path: Any, *args: Any, **kwargs: Any) -> Any:
             if type(path) is not str:
                 path = exact(path)
-            follow = True
+            follow = follow_kw  # without the keyword, a final symlink is acted on itself
             if kwargs:
                 if "dir_fd" in kwargs:
                     kwargs["dir_fd"] = fd(kwargs["dir_fd"])
@@ -677,3 +683,9 @@ def _like(wrapper: Callable[..., Any], original: Callable[..., Any]) -> None:
     wrapper.__qualname__ = original.__qualname__
     wrapper.__doc__ = original.__doc__
     wrapper.__module__ = original.__module__
+    # inspect.signature() reads a function's __text_signature__ first: the wrapper shows the
+    # original's parameters, not (path, *args, **kwargs). Without the module's "$module, ".
+    text = getattr(original, "__text_signature__", None)
+    if text:
+        text = text.replace("$module, ", "", 1).replace("(/, ", "(", 1).replace("(/)", "()", 1)
+        wrapper.__text_signature__ = text  # type: ignore[attr-defined]

@@ -331,6 +331,19 @@ def _before_resolution(  # type: ignore[no-untyped-def]
     return (host, port, *address[2:])
 
 
+def _on_nameinfo(args, _Refused=None, _loopback=None, _type=None, _tuple=None, _str=None):  # type: ignore[no-untyped-def]
+    """``getnameinfo(sockaddr, flags)``: the event carries the address, not the flags. A
+    loopback address is answered from the hosts file, as for ``gethostbyaddr``; any other may
+    send a DNS query. Exact types only: a ``str`` subclass could compare equal to anything."""
+    sockaddr = args[0]
+    host = sockaddr[0] if _type(sockaddr) is _tuple and sockaddr else None
+    if _type(host) is _str and host in _loopback:
+        return
+    raise _Refused(
+        f"Reverse lookup of '{host}' (socket.getnameinfo) DENIED: the sandbox sends no DNS query for it."
+    )
+
+
 def _refuse_always(args, _Refused=None, _message=""):  # type: ignore[no-untyped-def]
     raise _Refused(_message)
 
@@ -515,9 +528,12 @@ def build(
             _loopback=frozenset(_LOCALHOST),
         ),
         "socket.getnameinfo": seal(
-            _refuse_always,
+            _on_nameinfo,
             _Refused=RuleSocketConnectionRefusedError,
-            _message="socket.getnameinfo DENIED: reverse lookups send DNS queries no net= rule allows.",
+            _loopback=_LOCALHOST,
+            _type=type,
+            _tuple=tuple,
+            _str=str,
         ),
         "socket.sethostname": seal(
             _refuse_always,
