@@ -35,20 +35,14 @@ def _load_compat() -> ModuleType:
 compat = _load_compat()
 
 
-def bug(reason: str) -> pytest.MarkDecorator:
-    return pytest.mark.xfail(strict=True, reason=f"bug: {reason}")
-
-
 #: a few seconds each, under python and under python-sb alike
 FAST_FILES = [
     "test_json",
     "test_shutil",
     "test_sqlite3",
     "test_inspect",
-    pytest.param(
-        "test_csv", marks=bug("issue 17 item 5: TemporaryFile() in the directory holding the rule file")
-    ),
-    pytest.param("test_re", marks=bug("a warning with stacklevel=2 is charged to guards/imports.py")),
+    "test_csv",
+    "test_re",
 ]
 
 
