@@ -175,3 +175,27 @@ def test_readlink_judges_the_link_itself_not_where_it_points(project: Any, provi
         "reading through the link": outside,
         "readlink outside the exposures": outside,
     }
+
+
+def test_a_bytearray_path_works_as_under_python_and_is_judged_like_bytes(project: Any, provider: str) -> None:
+    """C accepts a bytearray or memoryview path with a DeprecationWarning (test_os): the wrapper
+    copies it once, judges the copy and hands C the copy."""
+    run = project.run(
+        """
+        import os, warnings
+        warnings.simplefilter("error", DeprecationWarning)
+        attempt("warned", os.stat, bytearray(b"@DATA@/data.txt"))
+        warnings.simplefilter("ignore", DeprecationWarning)
+        attempt("allowed", lambda: os.stat(bytearray(b"@DATA@/data.txt")).st_size > 0)
+        attempt("memoryview", lambda: os.stat(memoryview(b"@DATA@/data.txt")).st_size > 0)
+        attempt("secret", os.stat, bytearray(b"@SECRET@/secret.txt"))
+        """,
+        "expose-ro=@DATA@\npython-import=os, warnings",
+        provider=provider,
+    )
+    outcomes = run.outcomes()
+    assert outcomes.pop("warned").startswith(
+        "DeprecationWarning: stat: path should be string, bytes, os.PathLike or integer, not bytearray"
+    )
+    assert outcomes.pop("secret").startswith("RuleFileNotFoundError: Access to")
+    assert outcomes == {"allowed": "OK True", "memoryview": "OK True"}

@@ -608,6 +608,9 @@ def metadata_wrappers(guard: FileGuard) -> dict[str, Callable[..., Any]]:
     hands them to C: a value that answers differently when asked again is asked only once."""
     check, exact, fd, truth = guard.check, guard.exact, guard.fd, bool
     made: dict[str, Callable[..., Any]] = {}
+    from _warnings import warn
+
+    deprecated = "path should be string, bytes, os.PathLike or integer"
 
     def wrap(name: str, write: bool = False, *, follow_kw: bool = True) -> None:
         """``follow_kw=False``: a call without ``follow_symlinks``, which acts on a final
@@ -619,6 +622,10 @@ def metadata_wrappers(guard: FileGuard) -> dict[str, Callable[..., Any]]:
 
         def wrapper(path: Any, *args: Any, **kwargs: Any) -> Any:
             if type(path) is not str:
+                if type(path) is bytearray or type(path) is memoryview:
+                    # accepted by C with this warning; copied once, and the copy is what C gets
+                    warn(f"{name}: {deprecated}, not {type(path).__name__}", DeprecationWarning, 2)
+                    path = bytes(path)
                 path = exact(path)
             follow = follow_kw  # without the keyword, a final symlink is acted on itself
             if kwargs:
