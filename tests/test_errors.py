@@ -13,8 +13,11 @@ from pysandboxes import (
     RulePermissionError,
     RuleSocketConnectionRefusedError,
     SandBoxError,
+    SandBoxResourceError,
+    SandBoxTimeoutError,
     sandbox_denials,
 )
+from pysandboxes.errors import resource_error
 
 
 @pytest.mark.parametrize(
@@ -68,3 +71,22 @@ def test_sandbox_denials_looks_into_exception_groups_and_is_empty_otherwise():
     assert sandbox_denials(group) == ["RuleModuleNotFoundError: Module named 'csv' is not allowed by a rule"]
     assert sandbox_denials(ValueError("plain")) == []
     assert sandbox_denials(None) == []
+
+
+@pytest.mark.parametrize(
+    ("stop", "limit", "builtin"),
+    [
+        (SandBoxTimeoutError("tools.slow() did not finish within 1 s"), "timeout", TimeoutError),
+        (resource_error("timeout", "tools.slow() did not finish within 1 s"), "timeout", TimeoutError),
+        (resource_error("limit-cpu", "stopped: limit-cpu=1s exceeded"), "limit-cpu", TimeoutError),
+        (resource_error("limit-memory", "stopped: limit-memory=1G exceeded"), "limit-memory", MemoryError),
+        (resource_error("limit-processes", "stopped: limit-processes=4 exceeded"), "limit-processes", None),
+    ],
+)
+def test_every_limit_stop_is_a_resource_error(stop, limit, builtin):
+    # One class catches every limit stop, timeout= included; each keeps its builtin twin.
+    assert isinstance(stop, SandBoxResourceError) and stop.limit == limit
+    assert builtin is None or isinstance(stop, builtin)
+    assert sandbox_denials(stop) == []  # a limit is not a refusal by a rule
+    copy = pickle.loads(pickle.dumps(stop))
+    assert (type(copy), copy.limit, str(copy)) == (type(stop), stop.limit, str(stop))

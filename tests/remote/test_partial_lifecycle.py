@@ -116,6 +116,26 @@ def test_rule_file_timeout_cancels_the_call_in_the_child(project: Project, provi
     ]
 
 
+def test_timeout_is_caught_with_every_other_limit_stop(project: Project, provider: str) -> None:
+    # One class catches every limit stop: timeout= is a SandBoxResourceError (and a TimeoutError).
+    project.rules(provider)
+    project.tools(TIMEOUT_TOOLS)
+    project.host(
+        """
+        from pysandboxes import sandboxes
+        from pysandboxes.errors import SandBoxResourceError
+        import tools
+
+        with sandboxes():
+            try:
+                tools.spin()
+            except SandBoxResourceError as e:
+                print(type(e).__name__, e.limit, isinstance(e, TimeoutError))
+        """
+    )
+    assert project.ok() == ["SandBoxTimeoutError timeout True"]
+
+
 def test_timeout_of_an_infinite_loop(project: Project, provider: str) -> None:
     project.rules(provider)
     project.tools(TIMEOUT_TOOLS)
