@@ -487,6 +487,46 @@ def test_output_reaches_the_host(project: Project, provider: str) -> None:
     )
 
 
+def test_a_line_written_in_two_pieces_reaches_the_host_whole(project: Project, provider: str) -> None:
+    # The generator writes the start of a line, yields, and finishes the line only once the
+    # host has printed its own line (release() lets it go on): relayed in halves, the host's
+    # line would land in the middle of the child's.
+    project.rules(provider)
+    project.tools(
+        """
+        import os, threading
+        from pysandboxes import sandbox
+
+        go = threading.Event()
+
+        @sandbox
+        def pieces():
+            os.write(1, b"child line ")
+            yield 0
+            go.wait(30)
+            os.write(1, b"written in two pieces\\n")
+            yield 1
+
+        @sandbox
+        def release():
+            go.set()
+        """
+    )
+    project.host(
+        """
+        from pysandboxes import sandboxes
+        import tools
+
+        with sandboxes():
+            for i in tools.pieces():
+                print("host got item", i)
+                if i == 0:
+                    tools.release()
+        """
+    )
+    assert project.ok() == ["host got item 0", "child line written in two pieces", "host got item 1"]
+
+
 def test_output_comes_before_the_result(project: Project) -> None:
     # The host's sys.stdout is slow to take the relayed output (as a notebook's or a slow
     # terminal's may be); the child writes, then returns 0.1 s later. The relay thread has taken

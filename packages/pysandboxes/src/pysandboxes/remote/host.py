@@ -19,7 +19,7 @@ import time
 from ..errors import SandBoxError, SandBoxTimeoutError
 from ..providers import LAUNCHED
 from . import codec
-from .channel import CALL, CANCEL, CLOSE, END, ERROR, FAILED, READY, SHUTDOWN, Channel, ChannelClosed
+from .channel import CALL, CANCEL, CLOSE, END, ERROR, FAILED, ITEM, READY, SHUTDOWN, Channel, ChannelClosed
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -86,8 +86,21 @@ def _wake(future: Any) -> None:
         future.set_result(None)
 
 
+#: a line longer than this is relayed in pieces (a shorter one is always written whole)
+PIPE_BUF = 4096
+#: an unfinished line waits this long for its end before it is relayed as it is
+PARTIAL_WAIT = 1.0
+
+
 class _Output:
-    """The pipes carrying one child's stdout and stderr, and their text decoders."""
+    """The pipes carrying one child's stdout and stderr, and their text decoders.
+
+    What comes out is relayed in whole lines, each batch with one ``write`` on the caller's
+    stream: the child's ``print`` (run with ``-u``) writes the text and the newline with two
+    system calls, and a line relayed in halves would let the host's own output land in its
+    middle. An unfinished line stays here until its end arrives, the call that wrote it
+    answers, the pipe closes, it outgrows :data:`PIPE_BUF`, or :data:`PARTIAL_WAIT` passes.
+    """
 
     def __init__(self, pipes: list[tuple[int, str]], child: Any = None) -> None:
         import codecs
@@ -101,11 +114,15 @@ class _Output:
         self.ended: set[int] = set()  # end of file seen (closed by the relay thread)
         self.decoders = {fd: codecs.getincrementaldecoder("utf-8")("replace") for fd, _ in pipes}
         self.names = dict(pipes)
+        #: the unfinished line of each pipe, and since when it waits
+        self.partial: dict[int, bytes] = {}
+        self.since: dict[int, float] = {}
         for fd, _name in pipes:
             os.set_blocking(fd, False)
 
-    def copy(self, fd: int) -> bool:
-        """Copy what is readable now; False at end of file. The caller holds the output lock."""
+    def copy(self, fd: int, everything: bool = False) -> bool:
+        """Copy what is readable now, in whole lines unless ``everything``; False at end of
+        file. The caller holds the output lock."""
         if fd in self.ended:
             return False
         chunks: list[bytes] = []
@@ -126,11 +143,22 @@ class _Output:
             size = sum(len(c) for c in chunks)
             if self.count + size > self.budget:
                 chunks = [b"".join(chunks)[: max(0, self.budget - self.count)]]
+                everything = True  # the child is killed: nothing more will complete the line
                 self.child.over_limit("limit-output", f"more than {self.budget} bytes written")
             self.count += size
-        text = self.decoders[fd].decode(
-            b"".join(chunks), not alive
-        )  # a character split across reads stays whole
+        pending = self.partial.pop(fd, b"")
+        data = pending + b"".join(chunks) if chunks else pending
+        cut = len(data)
+        if alive and not everything:
+            cut = max(data.rfind(b"\n"), data.rfind(b"\r")) + 1
+            if len(data) - cut > PIPE_BUF:
+                cut = len(data)
+        if cut < len(data):
+            self.partial[fd] = data[cut:]
+            if not pending or cut:  # a line that starts waiting now
+                self.since[fd] = time.monotonic()
+        # a character split across reads stays whole
+        text = self.decoders[fd].decode(data[:cut], not alive)
         if text:
             stream = sys.stdout if self.names[fd] == "stdout" else sys.stderr
             try:
@@ -139,6 +167,17 @@ class _Output:
             except Exception:
                 pass
         return alive
+
+    def waiting(self) -> float | None:
+        """Seconds until the oldest unfinished line is due, or None when none waits."""
+        if not self.partial:
+            return None
+        return max(0.0, min(self.since[fd] for fd in self.partial) + PARTIAL_WAIT - time.monotonic())
+
+    def due(self) -> list[int]:
+        """The pipes whose unfinished line has waited :data:`PARTIAL_WAIT`."""
+        now = time.monotonic()
+        return [fd for fd in self.partial if now - self.since[fd] >= PARTIAL_WAIT]
 
 
 class Child:
@@ -521,23 +560,26 @@ class Child:
         open_fds = [fd for fd, _name in output.pipes]
         while open_fds:
             try:
-                readable, _, _ = select.select(open_fds, [], [])
+                readable, _, _ = select.select(open_fds, [], [], output.waiting())
             except (OSError, ValueError):
                 break
-            for fd in readable:
+            for fd in readable or output.due():
                 with self.output_lock:
-                    alive = output.copy(fd)
+                    alive = output.copy(fd, everything=not readable)
                 if not alive:
                     open_fds.remove(fd)
                     with self.output_lock:
                         output.ended.add(fd)
                         os.close(fd)
 
-    def drain_output(self) -> None:
+    def drain_output(self, everything: bool = True) -> None:
         """Copy what the child wrote so far (before answering a call) to the caller's streams.
 
         Taking the output lock first waits for a copy the relay thread has under way: what
         the child wrote before it answered is on the caller's stream before the answer.
+        ``everything=False`` (a generator's item: it goes on running; another call in
+        flight) keeps an unfinished line for later; a call that is over, alone, has its last
+        line shown, finished or not.
         """
         import select
 
@@ -552,8 +594,8 @@ class Child:
                 readable, _, _ = select.select(fds, [], [], 0)
             except (OSError, ValueError):
                 return
-            for fd in readable:
-                output.copy(fd)
+            for fd in fds if everything else readable:
+                output.copy(fd, everything)
 
     # -- calls ------------------------------------------------------------------------------
 
@@ -634,12 +676,19 @@ class Child:
         with contextlib.suppress(ChannelClosed, OSError):
             self.channel.send(call_id, CANCEL if kind is None else kind)
 
+    def _drain_before(self, kind: int) -> None:
+        """The output written before an answer of ``kind``, shown before it. An unfinished
+        line is the answering call's own only when the call is over and no other runs."""
+        with self.lock:
+            alone = len(self.pending) <= 1
+        self.drain_output(everything=kind != ITEM and alone)
+
     def value_of(self, frame: Frame | BaseException) -> Any:
         """The result a frame carries, checked by the result guard, or the exception raised."""
 
         if isinstance(frame, BaseException):
             raise frame
-        self.drain_output()
+        self._drain_before(frame.kind)
         if frame.kind == ERROR:
             from ..limits import breach_of
 
@@ -719,7 +768,7 @@ class Child:
         """``(False, item)``, or ``(True, None)`` at the end of a stream, or ``(True, error)``
         when it ended with an error (the child's generator is over either way)."""
         if not isinstance(frame, BaseException) and frame.kind == END:
-            self.drain_output()
+            self._drain_before(END)
             return True, None
         try:
             return False, self.value_of(frame)
