@@ -851,21 +851,44 @@ def test_chained_exceptions_and_denials_survive():
     )
 
 
-def test_the_traceback_shows_the_childs_frames_as_if_local():
+def frames_shown(exc: BaseException) -> list[str]:
+    """The function names of the child's frames, as the host shows them (a note)."""
+    note = exc.__notes__[0]
+    assert note.startswith(codec.TRACEBACK_NOTE + "\n")
+    return re.findall(r'^  File ".*", line \d+, in (.*)$', note, re.MULTILINE)
+
+
+def test_the_childs_frames_travel_as_text_with_their_source_lines():
     try:
         child_work()
     except RuntimeError as raised:
-        expected = traceback.format_exception(raised)
+        expected = traceback.extract_tb(raised.__traceback__)
         copy = through_channel(raised)
-    shown = traceback.format_exception(copy)
+    assert copy.__traceback__ is None  # no frame object names a file of the child
+    lines = [codec.TRACEBACK_NOTE]
+    for frame in expected:
+        lines += [f'  File "{frame.filename}", line {frame.lineno}, in {frame.name}', f"    {frame.line}"]
+    assert copy.__notes__ == ["\n".join(lines)]
+    shown = "".join(traceback.format_exception(copy))
+    assert f'File "{__file__}", line ' in shown and ", in child_work" in shown
+    assert 'raise RuntimeError("tool failed") from refusal' in shown
+    assert '{}["missing"]' in "".join(traceback.format_exception(copy.__cause__.__context__))
 
-    def without_carets(lines: list[str]) -> list[str]:  # column positions do not travel
-        return [re.sub(r"\n *[~^]+\n", "\n", line) for line in lines]
 
-    assert shown == without_carets(expected)
-    text = "".join(shown)
-    assert f'File "{__file__}", line ' in text and ", in child_work" in text
-    assert '{}["missing"]' in text and 'raise RuntimeError("tool failed") from refusal' in text
+def test_source_lines_are_read_without_linecache(monkeypatch):
+    # The child does not import linecache (a few milliseconds at every start): it reads the
+    # file itself when the program has not loaded linecache.
+    def work() -> None:
+        raise ValueError("x")  # the line shown
+
+    try:
+        work()
+    except ValueError as raised:
+        monkeypatch.setitem(sys.modules, "linecache", None)
+        blob = codec.encode_exception(raised)
+    monkeypatch.undo()
+    note = codec.decode_exception(blob).__notes__[0]
+    assert note.endswith(', in work\n    raise ValueError("x")  # the line shown')
 
 
 def test_skip_drops_the_channels_leading_frames():
@@ -875,7 +898,7 @@ def test_skip_drops_the_channels_leading_frames():
     raised = channel_frame()
     frames = traceback.extract_tb(raised.__traceback__)
     copy = through_channel(raised, skip=1)
-    assert [f.name for f in traceback.extract_tb(copy.__traceback__)] == [f.name for f in frames[1:]]
+    assert frames_shown(copy) == [f.name for f in frames[1:]]
 
 
 def test_notes_and_exception_groups_survive():
@@ -900,47 +923,32 @@ def test_an_exception_the_child_cannot_describe_still_arrives():
     assert type(copy) is SandBoxRemoteError and "str() failed" in copy.message
 
 
-def test_a_hostile_file_name_is_never_read(tmp_path):
+def test_a_file_the_child_names_is_never_read_by_the_host(tmp_path):
+    # A child names host files in its traceback (a FIFO would block the host, /dev/zero eat
+    # it, a key leak into the host's logs): the host shows the child's text and reads nothing.
+    import linecache
+
     fifo = tmp_path / "fifo.py"
     os.mkfifo(fifo)
-    secret = tmp_path / "id_rsa"
-    secret.write_text("PRIVATE KEY\n")
-    description = (
-        "pysandboxes.exception",
-        1,
-        [
-            (
-                "builtins",
-                "ValueError",
-                False,
-                None,
-                "x",
-                None,
-                None,
-                [],
-                [],
-                [
-                    (str(fifo), 1, "f"),
-                    ("/dev/zero", 2, "g"),
-                    ("relative.py", 3, "h"),
-                    (str(secret), 1, "i"),
-                    (__file__, 1, "j"),
-                ],
-                None,
-                None,
-                False,
-                None,
-                None,
-                None,
-            )
-        ],
-    )
+    secret = tmp_path / "settings.py"
+    secret.write_text("PASSWORD = 'hunter2'\n")
+    frames = [
+        (str(fifo), 1, "f", ""),
+        ("/dev/zero", 2, "g", ""),
+        ("relative.py", 3, "h", ""),
+        (str(secret), 1, "i", ""),
+        (__file__, 1, "j", "the child's text"),
+        ('x.py\n  File "/etc/passwd"', 4, "k\x1b[2K", "\x1b]0;title\x07"),
+    ]
+    description = ("pysandboxes.exception", 2, [entry(frames=frames)])
     copy = codec.decode_exception(pickle.dumps(description, 5))
-    text = "".join(traceback.format_exception(copy))  # would block on the FIFO, or eat /dev/zero
-    assert f'File "<{fifo}>", line 1, in f' in text and 'File "</dev/zero>", line 2, in g' in text
-    assert 'File "<relative.py>", line 3, in h' in text
-    assert f'File "<{secret}>", line 1, in i' in text and "PRIVATE KEY" not in text
-    assert f'File "{__file__}", line 1, in j\n    """The partial-mode codec' in text
+    text = "".join(traceback.format_exception(copy))
+    assert f'File "{fifo}", line 1, in f\n  File "/dev/zero", line 2, in g\n' in text
+    assert f'File "relative.py", line 3, in h\n  File "{secret}", line 1, in i\n' in text
+    assert f'File "{__file__}", line 1, in j\n    the child\'s text\n' in text
+    assert 'File "x.py\\n  File "/etc/passwd"", line 4, in k\\x1b[2K\n    \\x1b]0;title\\x07' in text
+    assert "hunter2" not in text and "partial-mode codec" not in text
+    assert not {str(fifo), "/dev/zero", "relative.py", str(secret)} & set(linecache.cache)
 
 
 def entry(**changes: object) -> tuple[object, ...]:
@@ -957,25 +965,27 @@ def entry(**changes: object) -> tuple[object, ...]:
     "description",
     [
         None,
-        ("pysandboxes.exception", 2, [entry()]),
-        ("pysandboxes.exception", 1, []),
-        ("pysandboxes.exception", 1, [entry()] * 17),
-        ("pysandboxes.exception", 1, [entry()[:-1]]),
-        ("pysandboxes.exception", 1, [entry(module=1)]),
-        ("pysandboxes.exception", 1, [entry(message="x" * 100_000)]),
-        ("pysandboxes.exception", 1, [entry(code=1 << 100)]),
-        ("pysandboxes.exception", 1, [entry(code=1.5)]),
-        ("pysandboxes.exception", 1, [entry(frames=[("f", -1, "n")])]),
-        ("pysandboxes.exception", 1, [entry(frames=[("f", 1 << 40, "n")])]),
-        ("pysandboxes.exception", 1, [entry(frames=[("f", 1, "n")] * 1001)]),
-        ("pysandboxes.exception", 1, [entry(frames=[["f", 1, "n"]])]),
-        ("pysandboxes.exception", 1, [entry(cause=1)]),
-        ("pysandboxes.exception", 1, [entry(cause=True)]),
-        ("pysandboxes.exception", 1, [entry(denials="x")]),
-        ("pysandboxes.exception", 1, [entry(base_only=1)]),
-        ("pysandboxes.exception", 1, [entry(args="not bytes")]),
-        ("pysandboxes.exception", 1, [entry(qualname="ExceptionGroup", members=[0], group_message="g")]),
-        ("pysandboxes.exception", 1, [entry(members=[5])]),
+        ("pysandboxes.exception", 1, [entry()]),  # the format before source lines
+        ("pysandboxes.exception", 2, []),
+        ("pysandboxes.exception", 2, [entry()] * 17),
+        ("pysandboxes.exception", 2, [entry()[:-1]]),
+        ("pysandboxes.exception", 2, [entry(module=1)]),
+        ("pysandboxes.exception", 2, [entry(message="x" * 100_000)]),
+        ("pysandboxes.exception", 2, [entry(code=1 << 100)]),
+        ("pysandboxes.exception", 2, [entry(code=1.5)]),
+        ("pysandboxes.exception", 2, [entry(frames=[("f", -1, "n", "")])]),
+        ("pysandboxes.exception", 2, [entry(frames=[("f", 1 << 40, "n", "")])]),
+        ("pysandboxes.exception", 2, [entry(frames=[("f", 1, "n", "")] * 1001)]),
+        ("pysandboxes.exception", 2, [entry(frames=[["f", 1, "n", ""]])]),
+        ("pysandboxes.exception", 2, [entry(frames=[("f", 1, "n")])]),  # no source line
+        ("pysandboxes.exception", 2, [entry(frames=[("f", 1, "n", "x" * 10_000)])]),
+        ("pysandboxes.exception", 2, [entry(cause=1)]),
+        ("pysandboxes.exception", 2, [entry(cause=True)]),
+        ("pysandboxes.exception", 2, [entry(denials="x")]),
+        ("pysandboxes.exception", 2, [entry(base_only=1)]),
+        ("pysandboxes.exception", 2, [entry(args="not bytes")]),
+        ("pysandboxes.exception", 2, [entry(qualname="ExceptionGroup", members=[0], group_message="g")]),
+        ("pysandboxes.exception", 2, [entry(members=[5])]),
     ],
 )
 def test_a_malformed_description_is_a_protocol_error(description):
@@ -1003,14 +1013,14 @@ def test_hostile_descriptions_never_run_code_or_loop():
         entry(module="builtins", qualname="<locals>"),
     ]
     for case in cases:
-        copy = codec.decode_exception(pickle.dumps(("pysandboxes.exception", 1, [case]), 5))
+        copy = codec.decode_exception(pickle.dumps(("pysandboxes.exception", 2, [case]), 5))
         assert type(copy) in (ValueError, SandBoxRemoteError), case
-    copy = codec.decode_exception(pickle.dumps(("pysandboxes.exception", 1, [cases[5]]), 5))
+    copy = codec.decode_exception(pickle.dumps(("pysandboxes.exception", 2, [cases[5]]), 5))
     assert type(copy) is ValueError and copy.x == 2  # type: ignore[attr-defined]
 
 
 def test_a_cycle_of_causes_is_cut():
-    description = ("pysandboxes.exception", 1, [entry(cause=1, context=0), entry(cause=0, context=1)])
+    description = ("pysandboxes.exception", 2, [entry(cause=1, context=0), entry(cause=0, context=1)])
     copy = codec.decode_exception(pickle.dumps(description, 5))
     assert copy.__cause__ is not None and copy.__cause__.__cause__ is None and copy.__context__ is None
     assert "".join(traceback.format_exception(copy))  # terminates
@@ -1077,7 +1087,7 @@ def test_encode_exception_fits_max_size():
     assert len(blob) <= 100_000
     copy = codec.decode_exception(blob)
     assert type(copy) is ValueError and copy.args == (str(big)[: 64 * 1024] + "… [truncated]",)
-    assert traceback.extract_tb(copy.__traceback__)[-1].name == "sandboxed_function"
+    assert frames_shown(copy)[-1] == "sandboxed_function"
     blob = codec.encode_exception(big, max_size=2_000)  # the type and the start of the message
     assert len(blob) <= 2_000 and type(codec.decode_exception(blob)) is ValueError
 

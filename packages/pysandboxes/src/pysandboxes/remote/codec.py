@@ -29,7 +29,11 @@ result guard (:func:`loads_result`):
 Exceptions travel as a *description* made of plain values (:func:`encode_exception`),
 decoded with the data-only guard. :func:`decode_exception` rebuilds builtin exceptions,
 PySandboxes' own, and ``Exception`` subclasses of modules the host has loaded, else a
-:class:`~pysandboxes.errors.SandBoxRemoteError`; tracebacks show the child's frames.
+:class:`~pysandboxes.errors.SandBoxRemoteError`. The child's frames travel as *text*: file,
+line, function and the source line, read in the child under its rules; the host shows them
+in a note and builds no frame object, so no traceback printer of the host ever opens a file
+the child named (the child names any file it likes, and writes any frame it likes: its
+channel is a descriptor of its own process).
 """
 
 from __future__ import annotations
@@ -75,6 +79,7 @@ _MAX_FRAMES = 1000  # traceback entries per exception
 _MAX_MESSAGE = 64 * 1024  # characters of str(exception)
 _MAX_ARGS = 256 * 1024  # bytes of pickled exception args / state
 _MAX_NAME = 4096  # characters of a module, class, file or function name
+_MAX_SOURCE = 1000  # characters of a source line in a traceback
 _MAX_NOTES = 64
 
 # Bound now: in the child the guards later replace ``pickle.loads`` for the program.
@@ -933,7 +938,7 @@ def _load_objects(data: bytes, buffers: Iterable[Any] | None) -> object:
 # cause/context: entry indexes or None; members: entry indexes (exception groups) or None.
 
 _MAGIC = "pysandboxes.exception"
-_VERSION = 1
+_VERSION = 2
 
 
 def encode_exception(exc: BaseException, *, skip: int = 0, max_size: int | None = None) -> bytes:
@@ -1006,6 +1011,48 @@ def _pickled(value: object) -> bytes | None:
     return data if len(data) <= _MAX_ARGS else None
 
 
+def _source_line(frame: Any, filename: str, line: int) -> str:
+    """The source line a traceback shows, read here in the child, under the child's rules: the
+    host shows this text and never reads a file a child names. ``linecache`` when the program
+    loaded it (it knows loaders and encodings), else the file as UTF-8 (importing
+    ``linecache`` would cost every child start a few milliseconds)."""
+    if not line:
+        return ""
+    linecache = sys.modules.get("linecache")
+    try:
+        if linecache is not None:
+            linecache.lazycache(filename, frame.f_globals)  # a module whose loader has the source
+            text = linecache.getline(filename, line)
+        else:
+            text = _read_line(filename, line)
+    except Exception:
+        return ""
+    return _text(text.strip(), _MAX_SOURCE) if type(text) is str else ""
+
+
+#: the child's own source files, as it read them for its tracebacks (file -> lines)
+_SOURCES: dict[str, list[bytes]] = {}
+
+
+def _read_line(filename: str, line: int) -> str:
+    lines = _SOURCES.get(filename)
+    if lines is None:
+        lines = []
+        if not (filename.startswith("<") and filename.endswith(">")):
+            fd = os.open(filename, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)  # a FIFO: no wait
+            try:
+                info = os.fstat(fd)
+                if stat.S_ISREG(info.st_mode) and info.st_size <= 16 << 20:
+                    with open(fd, "rb", closefd=False) as f:
+                        lines = f.read().split(b"\n")
+            finally:
+                os.close(fd)
+        if len(_SOURCES) >= 64:
+            _SOURCES.clear()
+        _SOURCES[filename] = lines
+    return lines[line - 1].decode("utf-8", "replace") if line <= len(lines) else ""
+
+
 def _describe_exception(e: BaseException, index: dict[int, int], skip: int) -> tuple[object, ...]:
     cls = type(e)
     args: object = e.args
@@ -1025,19 +1072,20 @@ def _describe_exception(e: BaseException, index: dict[int, int], skip: int) -> t
             code = value  # type: ignore[assignment]
         else:
             code = _text(value)
-    frames: list[tuple[str, int, str]] = []
+    entries: list[tuple[Any, int, str, str]] = []
     tb = e.__traceback__
-    while tb is not None and len(frames) < skip + 100 * _MAX_FRAMES:
+    while tb is not None and len(entries) < skip + 100 * _MAX_FRAMES:
         code_obj = tb.tb_frame.f_code
         line = tb.tb_lineno
-        frames.append(
-            (_text(code_obj.co_filename, _MAX_NAME), line if type(line) is int and line >= 0 else 0,
-             _text(code_obj.co_name, _MAX_NAME))
+        entries.append(
+            (tb.tb_frame, line if type(line) is int and line >= 0 else 0,
+             _text(code_obj.co_filename, _MAX_NAME), _text(code_obj.co_name, _MAX_NAME))
         )  # fmt: skip
         tb = tb.tb_next
-    frames = frames[skip:]
-    if len(frames) > _MAX_FRAMES:
-        frames = frames[: _MAX_FRAMES // 2] + frames[-_MAX_FRAMES // 2 :]
+    entries = entries[skip:]
+    if len(entries) > _MAX_FRAMES:
+        entries = entries[: _MAX_FRAMES // 2] + entries[-_MAX_FRAMES // 2 :]
+    frames = [(file, line, name, _source_line(frame, file, line)) for frame, line, file, name in entries]
     notes = getattr(e, "__notes__", None)
     members = group_message = None
     if isinstance(e, BaseExceptionGroup):
@@ -1128,7 +1176,7 @@ class _Entry:
     state: bytes | None
     denials: list[str]
     chain_denials: list[str]
-    frames: list[tuple[str, int, str]]
+    frames: list[tuple[str, int, str, str]]
     cause: int | None
     context: int | None
     suppress: bool
@@ -1202,14 +1250,15 @@ def _validate_description(description: object) -> list[_Entry]:
             raise _bad(f"a traceback is not a list of at most {_MAX_FRAMES} entries")
         entry.frames = []
         for frame in frames:
-            if type(frame) is not tuple or len(frame) != 3:
-                raise _bad("a traceback entry is not (file, line, function)")
+            if type(frame) is not tuple or len(frame) != 4:
+                raise _bad("a traceback entry is not (file, line, function, source line)")
             line = frame[1]
             if type(line) is not int or not 0 <= line < 1 << 31:
                 raise _bad("a traceback line number is out of range")
             entry.frames.append(
-                (_str(frame[0], "a file name", _MAX_NAME), line, _str(frame[2], "a function name", _MAX_NAME))
-            )
+                (_str(frame[0], "a file name", _MAX_NAME), line, _str(frame[2], "a function name", _MAX_NAME),
+                 _str(frame[3], "a source line", _MAX_SOURCE + 100))
+            )  # fmt: skip
         entry.cause = _index(item[10], "a cause", count)
         entry.context = _index(item[11], "a context", count)
         entry.notes = None if item[13] is None else _strs(item[13], "notes", _MAX_NOTES)
@@ -1250,12 +1299,12 @@ def _rebuild(entries: list[_Entry]) -> BaseException:
     for position in range(len(entries)):
         build(position)
     result: list[BaseException] = [b for b in built if b is not None]
-    frames = _FrameFactory()
     for entry, exc in zip(entries, result, strict=True):
         exc.__sandbox_denials__ = list(entry.denials)  # type: ignore[attr-defined]
-        if entry.notes:
-            exc.__notes__ = list(entry.notes)
-        exc.__traceback__ = frames.traceback(entry.frames)
+        notes = [_traceback_note(entry.frames)] if entry.frames else []
+        if entry.notes or notes:
+            exc.__notes__ = notes + list(entry.notes or ())
+        exc.__traceback__ = None  # the child's frames are text: no frame here names a child's file
     # __cause__ / __context__, without closing a cycle (a hostile child could send one).
     for entry, exc in zip(entries, result, strict=True):
         for target, attr in ((entry.cause, "__cause__"), (entry.context, "__context__")):
@@ -1331,63 +1380,28 @@ def _instantiate(
     return None
 
 
-def _without_columns(code: types.CodeType) -> types.CodeType:
-    """A location table with lines and no columns: the traceback shows the child's source
-    line and no carets (the template's columns have nothing to do with that line)."""
-    units = len(code.co_code) // 2
-    table = b"".join(bytes([0x80 | (13 << 3) | (min(8, units - i) - 1), 0]) for i in range(0, units, 8))
-    return code.replace(co_linetable=table)
+#: the first line of the note that carries the child's traceback
+TRACEBACK_NOTE = "Traceback in the sandbox (most recent call last):"
 
 
-class _FrameFactory:
-    """Real frame objects named after the child's frames, for real traceback objects.
+def _traceback_note(frames: list[tuple[str, int, str, str]]) -> str:
+    """The child's frames as ``traceback`` prints frames, from the text the child sent.
 
-    Each frame comes from running a one-instruction code object renamed to the child's
-    file, function and line; ``traceback`` then prints the child's frames (and the source
-    line when the host can read that file) as if they had run here.
+    A note, not frame objects: a frame naming a file makes every traceback printer open that
+    file *on the host* for its source line (``linecache``, and the interpreter's own printer
+    for an uncaught exception), and the file is whatever the child named (a host
+    ``settings.py`` it could never read). A note is printed as it is, by both. Characters
+    that would move a terminal's cursor or start a new line are shown escaped.
     """
+    lines = [TRACEBACK_NOTE]
+    for filename, line, name, source in frames:
+        lines.append(f'  File "{_printable(filename)}", line {line}, in {_printable(name)}')
+        if source:
+            lines.append(f"    {_printable(source)}")
+    return "\n".join(lines)
 
-    _template = _without_columns(compile("_getframe()", "<sandbox>", "eval"))
 
-    def __init__(self) -> None:
-        self._globals = {
-            "__name__": "pysandboxes.remote.child",
-            "__builtins__": {},
-            "_getframe": sys._getframe,
-        }
-        self._files: dict[str, str] = {}
-
-    def traceback(self, frames: list[tuple[str, int, str]]) -> types.TracebackType | None:
-        tb: types.TracebackType | None = None
-        for filename, line, name in reversed(frames):
-            code = self._template.replace(
-                co_filename=self._safe_filename(filename), co_name=name, co_qualname=name, co_firstlineno=line
-            )
-            frame = eval(code, self._globals)
-            tb = types.TracebackType(tb, frame, 0, line)
-        return tb
-
-    def _safe_filename(self, filename: str) -> str:
-        """The file name, or ``<file name>`` when showing its source lines is unsafe.
-
-        To show a line, ``linecache`` reads the whole file named by the child, and the text
-        ends up in the host's logs (or back in front of whoever drives the sandboxed code):
-        only regular ``.py`` files of at most 64 MiB are read, never a FIFO or a device
-        (which would block or exhaust the host), a secret of another kind, or a relative
-        name (looked up along ``sys.path``). ``<...>`` names are never read.
-        """
-        safe = self._files.get(filename)
-        if safe is None:
-            safe = filename
-            if not (filename.startswith("<") and filename.endswith(">")):
-                readable = False
-                if filename.endswith(".py") and os.path.isabs(filename):
-                    try:
-                        info = os.stat(filename)
-                        readable = stat.S_ISREG(info.st_mode) and info.st_size <= 64 * 1024 * 1024
-                    except (OSError, ValueError):
-                        readable = True  # nothing there to read: the name stays as it is
-                if not readable:
-                    safe = f"<{filename}>"
-            self._files[filename] = safe
-        return safe
+def _printable(text: str) -> str:
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)
