@@ -426,6 +426,98 @@ def test_traceback_has_no_blank_line(project: Project) -> None:
     assert "\n\n" not in project.run().stderr
 
 
+# -- what decoding a result costs the host -------------------------------------------------
+
+COSTLY_TOOLS = """
+import collections
+from pysandboxes import sandbox
+
+P = (1 << 61) - 1  # hash(n) == n % P for ints
+
+
+class CollidingKeys:
+    # what hostile code returns: an OrderedDict whose 60 000 keys all hash alike, built only
+    # by the host (600 KB that took the host minutes to decode)
+    def __reduce__(self):
+        return (collections.OrderedDict, (), None, None, ((1 + i * P, None) for i in range(1, 60_001)))
+
+
+@sandbox(timeout=2)
+def colliding():
+    return CollidingKeys()
+
+
+@sandbox(timeout=2)
+def ordinary():
+    return collections.OrderedDict((1 + i * P + i, None) for i in range(1, 60_001))
+
+
+BIG = {}
+
+
+def prepare():
+    BIG.update((i, (i,)) for i in range(400_000))  # seconds to decode, milliseconds to send
+
+
+@sandbox(timeout=1)
+def big():
+    return BIG
+
+
+@sandbox
+def big_without_timeout():
+    return BIG
+"""
+
+
+def test_keys_that_all_hash_alike_are_refused(project: Project, provider: str) -> None:
+    project.rules(provider)
+    project.tools(COSTLY_TOOLS)
+    project.host(
+        """
+        from pysandboxes import sandboxes
+        from pysandboxes.errors import SandBoxError
+        import tools
+
+        with sandboxes():
+            try:
+                tools.colliding()
+            except SandBoxError as e:
+                print(type(e).__name__, e)
+            print("the same size, ordinary keys:", len(tools.ordinary()))
+        """
+    )
+    assert project.ok() == [
+        "RestrictedUnpicklingError the result is refused by the sandbox's result guard: more than 32 keys "
+        "of one collections.OrderedDict share a hash with another key (a hash-collision attack on the host)",
+        "the same size, ordinary keys: 60000",
+    ]
+
+
+def test_decoding_a_result_counts_in_the_timeout(project: Project, provider: str) -> None:
+    project.rules(provider)
+    project.tools(COSTLY_TOOLS)
+    project.host(
+        """
+        from pysandboxes import sandboxes
+        from pysandboxes.errors import SandBoxResourceError
+        import tools
+
+        with sandboxes(init_fn=tools.prepare):
+            try:
+                tools.big()
+            except SandBoxResourceError as e:
+                print(type(e).__name__, e)
+            print("without a timeout:", len(tools.big_without_timeout()))
+        """
+    )
+    assert project.ok() == [
+        "SandBoxTimeoutError tools.big() did not finish within 1 s: its result was still being decoded "
+        "(timeout= in the rule file, or @sandbox(timeout=...))",
+        "without a timeout: 400000",
+    ]
+
+
 # -- what cannot be sent -------------------------------------------------------------------
 
 ECHO_TOOLS = """

@@ -683,38 +683,58 @@ class Child:
             alone = len(self.pending) <= 1
         self.drain_output(everything=kind != ITEM and alone)
 
-    def value_of(self, frame: Frame | BaseException) -> Any:
-        """The result a frame carries, checked by the result guard, or the exception raised."""
+    def value_of(
+        self,
+        frame: Frame | BaseException,
+        deadline: float | None = None,
+        key: tuple[str, str] = ("?", "?"),
+        timeout: float | None = None,
+    ) -> Any:
+        """The result a frame carries, checked by the result guard, or the exception raised.
 
+        Decoding counts in the call's time: past ``deadline`` (the call's ``timeout`` after
+        it was sent, or after the previous item) it stops with ``SandBoxTimeoutError``."""
         if isinstance(frame, BaseException):
             raise frame
         self._drain_before(frame.kind)
+        try:
+            return self._decode(frame, deadline)
+        except codec.LateResult:
+            raise SandBoxTimeoutError(_late_message(key, timeout)) from None
+
+    def _decode(self, frame: Frame, deadline: float | None) -> Any:
         if frame.kind == ERROR:
             from ..limits import breach_of
 
-            error = codec.decode_exception(bytes(frame.payload))
+            error = codec.decode_exception(bytes(frame.payload), deadline)
             breach = breach_of(error, self.limits)
             if breach is not None:  # the next call gets a fresh child (and the tree is gone)
                 self._die(f"exceeded {self.limits.shown(breach[0])}", count=False)
                 raise self._resource_error(*breach) from error
             raise error
-        if self.learner is not None and self.mode != codec.OBJECTS:
+        mode, guard = self.mode, self.guard
+        if self.learner is not None and mode != codec.OBJECTS:
             try:
-                return codec.loads_result(frame.payload, frame.buffers, mode=self.mode, guard=self.guard)
+                return codec.loads_result(
+                    frame.payload, frame.buffers, mode=mode, guard=guard, deadline=deadline
+                )
+            except codec.LateResult:
+                raise
             except SandBoxError:
                 self.learner.add(("objects",))  # learning: remote-result-mode=objects is needed
-                return codec.loads_result(frame.payload, frame.buffers, mode=codec.OBJECTS, guard=self.guard)
-        return codec.loads_result(frame.payload, frame.buffers, mode=self.mode, guard=self.guard)
+                mode = codec.OBJECTS
+        return codec.loads_result(frame.payload, frame.buffers, mode=mode, guard=guard, deadline=deadline)
 
     def call(
         self, key: tuple[str, str], args: Sequence[Any], kwargs: dict[str, Any], timeout: float | None
     ) -> Any:
         call_id, pending = self.send_call(key, args, kwargs)
+        deadline = _deadline(timeout)
         try:
             frame = self.wait_frame(pending, timeout)
             if frame is None:
                 self._timed_out(call_id, pending, key, timeout)
-            return self.value_of(frame)  # type: ignore[arg-type]
+            return self.value_of(frame, deadline, key, timeout)  # type: ignore[arg-type]
         finally:
             self._close(call_id)
 
@@ -750,10 +770,11 @@ class Child:
         finished = False
         try:
             while True:
+                deadline = _deadline(timeout)
                 frame = self.wait_frame(pending, timeout)
                 if frame is None:
                     self._timed_out(call_id, pending, key, timeout)
-                finished, value = self._item_of(frame)  # type: ignore[arg-type]
+                finished, value = self._item_of(frame, deadline, key, timeout)  # type: ignore[arg-type]
                 if finished:
                     if value is not None:
                         raise value
@@ -764,14 +785,20 @@ class Child:
                 self.cancel(call_id, CLOSE)
             self._close(call_id)
 
-    def _item_of(self, frame: Frame | BaseException) -> tuple[bool, Any]:
+    def _item_of(
+        self,
+        frame: Frame | BaseException,
+        deadline: float | None,
+        key: tuple[str, str],
+        timeout: float | None,
+    ) -> tuple[bool, Any]:
         """``(False, item)``, or ``(True, None)`` at the end of a stream, or ``(True, error)``
         when it ended with an error (the child's generator is over either way)."""
         if not isinstance(frame, BaseException) and frame.kind == END:
             self._drain_before(END)
             return True, None
         try:
-            return False, self.value_of(frame)
+            return False, self.value_of(frame, deadline, key, timeout)
         except BaseException as exc:
             return True, exc
 
@@ -780,9 +807,10 @@ class Child:
     ) -> Any:
 
         call_id, pending = self.send_call(key, args, kwargs)
+        deadline = _deadline(timeout)
         try:
             frame = await self._next(pending, call_id, key, timeout)
-            return self.value_of(frame)
+            return self.value_of(frame, deadline, key, timeout)
         finally:
             self._close(call_id)
 
@@ -822,8 +850,9 @@ class Child:
         finished = False
         try:
             while True:
+                deadline = _deadline(timeout)
                 frame = await self._next(pending, call_id, key, timeout)
-                finished, value = self._item_of(frame)
+                finished, value = self._item_of(frame, deadline, key, timeout)
                 if finished:
                     if value is not None:
                         raise value
@@ -841,6 +870,17 @@ def _bytecode_options() -> list[str]:
     if sys.pycache_prefix:
         options += ["-X", f"pycache_prefix={sys.pycache_prefix}"]
     return options
+
+
+def _deadline(timeout: float | None) -> float | None:
+    return None if timeout is None else time.monotonic() + timeout
+
+
+def _late_message(key: tuple[str, str], timeout: float | None) -> str:
+    return (
+        f"{key[0]}.{key[1]}() did not finish within {timeout:g} s: its result was still being "
+        "decoded (timeout= in the rule file, or @sandbox(timeout=...))"
+    )
 
 
 def _timeout_message(key: tuple[str, str], timeout: float | None) -> str:
