@@ -7,9 +7,16 @@ result guard (:func:`loads_result`):
 
 * a **prescan** steps over the opcodes (executing nothing) and refuses what the C unpickler
   would turn into damage: a ``PUT``/``LONG_BINPUT`` memo index sizes an array (six bytes
-  allocate gigabytes) and ``EXT*`` codes found in ``copyreg``'s cache skip ``find_class``.
-  It runs when a ``p``/``r`` byte occurs in the payload (no byte, no such opcode) or the
-  payload is large, so a typical small result skips it;
+  allocate gigabytes), ``EXT*`` codes found in ``copyreg``'s cache skip ``find_class``, a
+  frame is read whole. It also says what the pickle builds: dicts or sets, and keys a child
+  can aim at one hash (tuples, frozensets, objects, floats, large ints). It runs when a byte
+  of such an opcode occurs in the payload (no byte, no opcode) or the payload is large;
+* **bounded work**: decoding stays proportional to the result's size, whatever the child
+  wrote. A pickle whose dict and set keys could be aimed is decoded by a pure-Python
+  unpickler that checks each key before the container takes it (:class:`_Guarded`: more than
+  ``_MAX_REPEATS`` keys sharing a hash are refused), and hashing, constructor calls and
+  ``BUILD`` are paid out of a budget of a few units per byte (:class:`_Budget`); other
+  pickles take the C unpickler. Past the call's deadline decoding stops (:class:`LateResult`);
 * ``remote-result-mode=data-only`` (default): ``find_class`` resolves a closed list of value
   classes, only from modules the host has already loaded (it never imports), and hands out a
   per-load constructor (:class:`_Maker`) instead of the class: ``BUILD`` on it is refused
@@ -247,7 +254,7 @@ _FLAGS: tuple[int, ...] = tuple(
     for b in range(256)
 )
 #: the bytes without which no opcode hashes, builds on an object or has to be looked at
-_WATCHED = tuple(bytes([b]) for b in range(256) if _FLAGS[b] or b in b"bpr")
+_WATCHED = bytes(b for b in range(256) if _FLAGS[b] or b in b"bpr")
 #: the largest frame accepted: the pickler makes them about 64 KiB, a large string goes outside
 _MAX_FRAME = 256 * 1024
 #: the prescan looks at the clock each time it has stepped over this many bytes
@@ -257,9 +264,8 @@ _WINDOW = 1 << 20
 def _needs_prescan(data: bytes) -> bool:
     """Whether an opcode the prescan must see can occur at all: if the byte is absent, so is
     the opcode. ``EXT*`` can only resolve something when an extension is registered."""
-    for byte in _WATCHED:
-        if byte in data:
-            return True
+    if len(data.translate(None, _WATCHED)) != len(data):  # one pass: a watched byte is there
+        return True
     registered = copyreg._inverted_registry or copyreg._extension_cache  # type: ignore[attr-defined]
     return bool(registered) and (b"\x82" in data or b"\x83" in data or b"\x84" in data)
 
@@ -1030,8 +1036,10 @@ class _Reader:
 
 
 def _source(data: bytes, deadline: float | None) -> Any:
-    # A small pickle decodes within milliseconds: BytesIO, no clock.
-    return io.BytesIO(data) if deadline is None and len(data) <= _MAX_FRAME else _Reader(data, deadline)
+    # 16 KiB decode within milliseconds, either way: BytesIO, no clock.
+    if len(data) <= 16384 or (deadline is None and len(data) <= _MAX_FRAME):
+        return io.BytesIO(data)
+    return _Reader(data, deadline)
 
 
 class _Keys:
@@ -1103,7 +1111,7 @@ class _Guarded(_Budget, _PythonUnpickler):  # type: ignore[misc]
             costs = self.costs = {}
         known = costs.get(id(root))
         if known is not None:
-            return known[1]
+            return 1 if type(root) is frozenset else known[1]  # a frozenset caches its hash
         # Iterative post-order: frames of [tuple, iterator over its items, cost so far].
         stack: list[list[Any]] = [[root, iter(root) if type(root) is tuple else iter(()), 1]]  # type: ignore[call-overload]
         if type(root) is frozenset:
