@@ -594,7 +594,9 @@ class Child:
                 readable, _, _ = select.select(fds, [], [], 0)
             except (OSError, ValueError):
                 return
-            for fd in fds if everything else readable:
+            if everything:  # and the unfinished lines of pipes with nothing new
+                readable = [*readable, *(fd for fd in output.partial if fd not in readable)]
+            for fd in readable:
                 output.copy(fd, everything)
 
     # -- calls ------------------------------------------------------------------------------
