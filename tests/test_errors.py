@@ -13,9 +13,12 @@ from pysandboxes import (
     RulePermissionError,
     RuleSocketConnectionRefusedError,
     SandBoxError,
+    SandBoxResourceError,
+    SandBoxTimeoutError,
     denial_text,
     sandbox_denials,
 )
+from pysandboxes.errors import resource_error
 
 
 @pytest.mark.parametrize(
@@ -93,3 +96,22 @@ def test_denial_text_of_an_error_that_is_no_refusal_is_its_type_and_first_line(c
     assert denial_text(ValueError("bad value\nmore"), log=False) == "ValueError: bad value"
     assert denial_text(KeyError(), log=False) == "KeyError"
     assert caplog.records == []
+
+
+@pytest.mark.parametrize(
+    ("stop", "limit", "builtin"),
+    [
+        (SandBoxTimeoutError("tools.slow() did not finish within 1 s"), "timeout", TimeoutError),
+        (resource_error("timeout", "tools.slow() did not finish within 1 s"), "timeout", TimeoutError),
+        (resource_error("limit-cpu", "stopped: limit-cpu=1s exceeded"), "limit-cpu", TimeoutError),
+        (resource_error("limit-memory", "stopped: limit-memory=1G exceeded"), "limit-memory", MemoryError),
+        (resource_error("limit-processes", "stopped: limit-processes=4 exceeded"), "limit-processes", None),
+    ],
+)
+def test_every_limit_stop_is_a_resource_error(stop, limit, builtin):
+    # One class catches every limit stop, timeout= included; each keeps its builtin twin.
+    assert isinstance(stop, SandBoxResourceError) and stop.limit == limit
+    assert builtin is None or isinstance(stop, builtin)
+    assert sandbox_denials(stop) == []  # a limit is not a refusal by a rule
+    copy = pickle.loads(pickle.dumps(stop))
+    assert (type(copy), copy.limit, str(copy)) == (type(stop), stop.limit, str(stop))

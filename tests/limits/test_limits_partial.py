@@ -318,7 +318,7 @@ def test_timeout_raises_sandbox_timeout_error(host: Host, provider: str) -> None
     run, report = host.calls("slow:20", "slow:0.1")
     assert run.returncode == 0
     assert report["slow"] == [
-        "SandBoxTimeoutError - ['TimeoutError'] tools.slow() did not finish within 1 s and was cancelled "
+        "SandBoxTimeoutError timeout ['TimeoutError'] tools.slow() did not finish within 1 s and was cancelled "
         "(timeout= in the rule file, or @sandbox(timeout=...))",
         "0.1",
     ]

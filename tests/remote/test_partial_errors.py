@@ -286,6 +286,7 @@ with sandboxes():
 
 
 def test_traceback_shows_the_sandboxed_frames(project: Project, provider: str) -> None:
+    # The child's frames and source lines, as the child read them, follow the host's frames.
     project.rules(provider)
     project.tools(TRACEBACK_TOOLS)
     project.host(TRACEBACK_HOST)
@@ -297,14 +298,114 @@ def test_traceback_shows_the_sandboxed_frames(project: Project, provider: str) -
         f'  File "{project.root}/host.py", line 5, in <module>',
         "    tools.boom(7)",
     ]
-    assert lines[-5:] == [
+    assert lines[-6:] == [
+        "ValueError: bad 7",
+        "Traceback in the sandbox (most recent call last):",
         f'  File "{project.root}/tools.py", line 10, in boom',
         "    return helper(x)",
         f'  File "{project.root}/tools.py", line 5, in helper',
         '    raise ValueError(f"bad {x}")',
-        "ValueError: bad 7",
     ]
     assert "pysandboxes/remote/" not in outcome.stderr
+
+
+# A file of the host the child cannot read (outside every rule), and hostile code in the child
+# whose traceback names it: the host must show the child's text, never the file's lines.
+SECRET_SETTINGS = 'DEBUG = False\n\nPASSWORD = "hunter2"\n'
+
+FORGING_TOOLS = """
+import os, stat
+from pysandboxes import sandbox
+from pysandboxes.remote import channel, codec
+
+SECRET = os.path.join(os.path.dirname(os.path.abspath(__file__)), "host-only", "settings.py")
+
+
+@sandbox
+def read_secret():
+    try:
+        open(SECRET).read()
+    except OSError:
+        return "refused"
+    return "read"
+
+
+@sandbox
+def raise_from_the_host_file():
+    # code compiled under the host file's name: its traceback entry is that file, line 3
+    exec(compile("\\n\\nraise ValueError('forged')", SECRET, "exec"))
+
+
+@sandbox
+def forge_an_error_frame():
+    # no grant needed: the channel is a descriptor of this process, any code can write to it
+    try:
+        raise ValueError("forged")
+    except ValueError as e:
+        magic, version, entries = codec.loads_trusted(codec.encode_exception(e))
+    entry = list(entries[0])
+    entry[9] = [(SECRET, 3, "<module>", *frame[3:]) for frame in entry[9]]
+    blob = codec._dumps((magic, version, [tuple(entry)]))
+    sock = next(fd for fd in range(3, 64) if _is_socket(fd))
+    os.write(sock, channel._HEADER.pack(1, channel.ERROR, 0, 0, len(blob)) + blob)  # call 1's answer
+    return "the real answer comes too late"
+
+
+def _is_socket(fd):
+    try:
+        return stat.S_ISSOCK(os.fstat(fd).st_mode)
+    except OSError:
+        return False
+"""
+
+
+def _forging_project(project: Project, provider: str) -> str:
+    project.rules(provider, "python-api=ALLOW:dynamic-code")
+    project.tools(FORGING_TOOLS)
+    return str(project.write("host-only/settings.py", SECRET_SETTINGS))
+
+
+def test_a_traceback_naming_a_host_file_never_shows_its_lines(project: Project, provider: str) -> None:
+    secret = _forging_project(project, provider)
+    project.host(
+        """
+        import linecache, traceback
+        from pysandboxes import sandboxes
+        import tools
+
+        with sandboxes():
+            print("the child reads the file:", tools.read_secret())
+            try:
+                tools.raise_from_the_host_file()
+            except ValueError:
+                traceback.print_exc()
+            print("the host read the file:", tools.SECRET in linecache.cache)
+        """
+    )
+    outcome = project.run()
+    assert outcome.returncode == 0, outcome
+    assert outcome.lines == ["the child reads the file: refused", "the host read the file: False"]
+    assert f'  File "{secret}", line 3, in <module>\n' in outcome.stderr
+    assert outcome.stderr.rstrip().endswith("<module>") and "hunter2" not in outcome.stderr
+
+
+def test_a_forged_error_frame_never_makes_the_host_read_a_file(project: Project, provider: str) -> None:
+    # Uncaught: the interpreter's own printer, which opens the file of each frame it shows.
+    secret = _forging_project(project, provider)
+    project.host(
+        """
+        from pysandboxes import sandboxes
+        import tools
+
+        with sandboxes():
+            tools.forge_an_error_frame()
+        """
+    )
+    outcome = project.run()
+    assert (outcome.returncode, outcome.stdout) == (1, "")
+    assert "ValueError: forged\nTraceback in the sandbox (most recent call last):\n" in outcome.stderr
+    assert f'  File "{secret}", line 3, in <module>\n    raise ValueError("forged")\n' in outcome.stderr
+    assert "hunter2" not in outcome.stderr
 
 
 def test_traceback_shows_only_the_decorator_frame_of_the_sandbox(project: Project) -> None:
@@ -323,6 +424,98 @@ def test_traceback_has_no_blank_line(project: Project) -> None:
     project.tools(TRACEBACK_TOOLS)
     project.host(TRACEBACK_HOST)
     assert "\n\n" not in project.run().stderr
+
+
+# -- what decoding a result costs the host -------------------------------------------------
+
+COSTLY_TOOLS = """
+import collections
+from pysandboxes import sandbox
+
+P = (1 << 61) - 1  # hash(n) == n % P for ints
+
+
+class CollidingKeys:
+    # what hostile code returns: an OrderedDict whose 60 000 keys all hash alike, built only
+    # by the host (600 KB that took the host minutes to decode)
+    def __reduce__(self):
+        return (collections.OrderedDict, (), None, None, ((1 + i * P, None) for i in range(1, 60_001)))
+
+
+@sandbox(timeout=2)
+def colliding():
+    return CollidingKeys()
+
+
+@sandbox(timeout=2)
+def ordinary():
+    return collections.OrderedDict((1 + i * P + i, None) for i in range(1, 60_001))
+
+
+BIG = {}
+
+
+def prepare():
+    BIG.update((i, (i,)) for i in range(400_000))  # seconds to decode, milliseconds to send
+
+
+@sandbox(timeout=1)
+def big():
+    return BIG
+
+
+@sandbox
+def big_without_timeout():
+    return BIG
+"""
+
+
+def test_keys_that_all_hash_alike_are_refused(project: Project, provider: str) -> None:
+    project.rules(provider)
+    project.tools(COSTLY_TOOLS)
+    project.host(
+        """
+        from pysandboxes import sandboxes
+        from pysandboxes.errors import SandBoxError
+        import tools
+
+        with sandboxes():
+            try:
+                tools.colliding()
+            except SandBoxError as e:
+                print(type(e).__name__, e)
+            print("the same size, ordinary keys:", len(tools.ordinary()))
+        """
+    )
+    assert project.ok() == [
+        "RestrictedUnpicklingError the result is refused by the sandbox's result guard: more than 32 keys "
+        "of one collections.OrderedDict share a hash with another key (a hash-collision attack on the host)",
+        "the same size, ordinary keys: 60000",
+    ]
+
+
+def test_decoding_a_result_counts_in_the_timeout(project: Project, provider: str) -> None:
+    project.rules(provider)
+    project.tools(COSTLY_TOOLS)
+    project.host(
+        """
+        from pysandboxes import sandboxes
+        from pysandboxes.errors import SandBoxResourceError
+        import tools
+
+        with sandboxes(init_fn=tools.prepare):
+            try:
+                tools.big()
+            except SandBoxResourceError as e:
+                print(type(e).__name__, e)
+            print("without a timeout:", len(tools.big_without_timeout()))
+        """
+    )
+    assert project.ok() == [
+        "SandBoxTimeoutError tools.big() did not finish within 1 s: its result was still being decoded "
+        "(timeout= in the rule file, or @sandbox(timeout=...))",
+        "without a timeout: 400000",
+    ]
 
 
 # -- what cannot be sent -------------------------------------------------------------------

@@ -116,6 +116,26 @@ def test_rule_file_timeout_cancels_the_call_in_the_child(project: Project, provi
     ]
 
 
+def test_timeout_is_caught_with_every_other_limit_stop(project: Project, provider: str) -> None:
+    # One class catches every limit stop: timeout= is a SandBoxResourceError (and a TimeoutError).
+    project.rules(provider)
+    project.tools(TIMEOUT_TOOLS)
+    project.host(
+        """
+        from pysandboxes import sandboxes
+        from pysandboxes.errors import SandBoxResourceError
+        import tools
+
+        with sandboxes():
+            try:
+                tools.spin()
+            except SandBoxResourceError as e:
+                print(type(e).__name__, e.limit, isinstance(e, TimeoutError))
+        """
+    )
+    assert project.ok() == ["SandBoxTimeoutError timeout True"]
+
+
 def test_timeout_of_an_infinite_loop(project: Project, provider: str) -> None:
     project.rules(provider)
     project.tools(TIMEOUT_TOOLS)
@@ -465,6 +485,46 @@ def test_output_reaches_the_host(project: Project, provider: str) -> None:
     assert sorted(outcome.stderr.splitlines()) == sorted(
         f"child {what} {n}" for what in ("stderr", "fd 2", "sh stderr") for n in range(2)
     )
+
+
+def test_a_line_written_in_two_pieces_reaches_the_host_whole(project: Project, provider: str) -> None:
+    # The generator writes the start of a line, yields, and finishes the line only once the
+    # host has printed its own line (release() lets it go on): relayed in halves, the host's
+    # line would land in the middle of the child's.
+    project.rules(provider)
+    project.tools(
+        """
+        import os, threading
+        from pysandboxes import sandbox
+
+        go = threading.Event()
+
+        @sandbox
+        def pieces():
+            os.write(1, b"child line ")
+            yield 0
+            go.wait(30)
+            os.write(1, b"written in two pieces\\n")
+            yield 1
+
+        @sandbox
+        def release():
+            go.set()
+        """
+    )
+    project.host(
+        """
+        from pysandboxes import sandboxes
+        import tools
+
+        with sandboxes():
+            for i in tools.pieces():
+                print("host got item", i)
+                if i == 0:
+                    tools.release()
+        """
+    )
+    assert project.ok() == ["host got item 0", "child line written in two pieces", "host got item 1"]
 
 
 def test_output_comes_before_the_result(project: Project) -> None:

@@ -93,13 +93,9 @@ class SandBoxProtocolError(SandBoxError):
     """The channel to the sandboxed child broke, or the child sent something malformed."""
 
 
-class SandBoxTimeoutError(SandBoxError, TimeoutError):
-    """A sandboxed call exceeded its timeout; the message says which call and the limit."""
-
-
 class SandBoxResourceError(SandBoxError):
-    """A resource limit (``limit-*=``) stopped a sandboxed call; ``limit`` names the key.
-    The child that ran it is replaced before the next call."""
+    """A resource limit (``limit-*=``, ``timeout=``) stopped a sandboxed call; ``limit``
+    names the key. ``except SandBoxResourceError`` catches every limit stop."""
 
     def __init__(self, message: str, limit: str = "") -> None:
         super().__init__(message)
@@ -121,11 +117,22 @@ class SandBoxCPUTimeError(SandBoxResourceError, TimeoutError):
     """``limit-cpu`` was exceeded (also a :class:`TimeoutError`)."""
 
 
+class SandBoxTimeoutError(SandBoxResourceError, TimeoutError):
+    """A sandboxed call exceeded ``timeout=`` (also a :class:`TimeoutError`); the message
+    says which call and the limit. The call is cancelled in the child; a call that ignores
+    the cancellation costs the child its life, as any other limit does."""
+
+    def __init__(self, message: str, limit: str = "timeout") -> None:
+        super().__init__(message, limit)
+
+
 def resource_error(limit: str, message: str) -> SandBoxResourceError:
     """The :class:`SandBoxResourceError` for ``limit``, with its builtin twin where one exists."""
-    kind = {"limit-memory": SandBoxMemoryError, "limit-cpu": SandBoxCPUTimeError}.get(
-        limit, SandBoxResourceError
-    )
+    kind = {
+        "limit-memory": SandBoxMemoryError,
+        "limit-cpu": SandBoxCPUTimeError,
+        "timeout": SandBoxTimeoutError,
+    }.get(limit, SandBoxResourceError)
     return kind(message, limit)
 
 
@@ -243,7 +250,6 @@ class RuleModuleNotFoundError(ModuleNotFoundError, SandBoxError):
 _NOT_DENIALS = (
     RuleSyntaxError,
     SandBoxProtocolError,
-    SandBoxTimeoutError,
     SandBoxResourceError,
     SandBoxRemoteError,
     SandBoxBaseExceptionError,

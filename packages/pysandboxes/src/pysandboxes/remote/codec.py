@@ -7,9 +7,16 @@ result guard (:func:`loads_result`):
 
 * a **prescan** steps over the opcodes (executing nothing) and refuses what the C unpickler
   would turn into damage: a ``PUT``/``LONG_BINPUT`` memo index sizes an array (six bytes
-  allocate gigabytes) and ``EXT*`` codes found in ``copyreg``'s cache skip ``find_class``.
-  It runs when a ``p``/``r`` byte occurs in the payload (no byte, no such opcode) or the
-  payload is large, so a typical small result skips it;
+  allocate gigabytes), ``EXT*`` codes found in ``copyreg``'s cache skip ``find_class``, a
+  frame is read whole. It also says what the pickle builds: dicts or sets, and keys a child
+  can aim at one hash (tuples, frozensets, objects, floats, large ints). It runs when a byte
+  of such an opcode occurs in the payload (no byte, no opcode) or the payload is large;
+* **bounded work**: decoding stays proportional to the result's size, whatever the child
+  wrote. A pickle whose dict and set keys could be aimed is decoded by a pure-Python
+  unpickler that checks each key before the container takes it (:class:`_Guarded`: more than
+  ``_MAX_REPEATS`` keys sharing a hash are refused), and hashing, constructor calls and
+  ``BUILD`` are paid out of a budget of a few units per byte (:class:`_Budget`); other
+  pickles take the C unpickler. Past the call's deadline decoding stops (:class:`LateResult`);
 * ``remote-result-mode=data-only`` (default): ``find_class`` resolves a closed list of value
   classes, only from modules the host has already loaded (it never imports), and hands out a
   per-load constructor (:class:`_Maker`) instead of the class: ``BUILD`` on it is refused
@@ -29,7 +36,11 @@ result guard (:func:`loads_result`):
 Exceptions travel as a *description* made of plain values (:func:`encode_exception`),
 decoded with the data-only guard. :func:`decode_exception` rebuilds builtin exceptions,
 PySandboxes' own, and ``Exception`` subclasses of modules the host has loaded, else a
-:class:`~pysandboxes.errors.SandBoxRemoteError`; tracebacks show the child's frames.
+:class:`~pysandboxes.errors.SandBoxRemoteError`. The child's frames travel as *text*: file,
+line, function and the source line, read in the child under its rules; the host shows them
+in a note and builds no frame object, so no traceback printer of the host ever opens a file
+the child named (the child names any file it likes, and writes any frame it likes: its
+channel is a descriptor of its own process).
 """
 
 from __future__ import annotations
@@ -40,6 +51,7 @@ import os
 import pickle
 import stat
 import sys
+import time
 import types
 from operator import is_ as _is
 
@@ -48,6 +60,7 @@ from ..errors import (
     SandBoxError,
     SandBoxProtocolError,
     SandBoxRemoteError,
+    SandBoxTimeoutError,
     _own_denials,
     sandbox_denials,
 )
@@ -58,6 +71,7 @@ if TYPE_CHECKING:
     from typing import Any
 
 __all__ = [
+    "LateResult",
     "RestrictedUnpicklingError",
     "decode_exception",
     "dumps",
@@ -75,6 +89,7 @@ _MAX_FRAMES = 1000  # traceback entries per exception
 _MAX_MESSAGE = 64 * 1024  # characters of str(exception)
 _MAX_ARGS = 256 * 1024  # bytes of pickled exception args / state
 _MAX_NAME = 4096  # characters of a module, class, file or function name
+_MAX_SOURCE = 1000  # characters of a source line in a traceback
 _MAX_NOTES = 64
 
 # Bound now: in the child the guards later replace ``pickle.loads`` for the program.
@@ -192,11 +207,16 @@ def _why(culprit: object, exc: BaseException) -> str:
 #   -4 4-byte signed length       -5 4-byte length              -6 8-byte length
 #   -7 STOP                       -8 PUT (decimal index)        -9 LONG_BINPUT (4-byte index)
 #  -10 EXT1/2/4                  -11 not an opcode             -12 BUILD
+#  -13 one byte that tells what the pickle builds (_FLAGS)     -14 BINFLOAT
+#  -15 FRAME                     -16 a number up to a newline  -17 LONG1   -18 LONG4
 _LAYOUT: dict[bytes, int] = {
-    **dict.fromkeys([b"I", b"L", b"S", b"V", b"F", b"g", b"P"], -1),
+    **dict.fromkeys([b"S", b"V", b"g", b"P"], -1),
+    **dict.fromkeys([b"I", b"L", b"F"], -16),
     **dict.fromkeys([b"c", b"i"], -2),
-    **dict.fromkeys([b"\x8a", b"U", b"C", b"\x8c"], -3),
-    **dict.fromkeys([b"\x8b", b"T"], -4),
+    **dict.fromkeys([b"U", b"C", b"\x8c"], -3),
+    b"\x8a": -17,
+    b"T": -4,
+    b"\x8b": -18,
     **dict.fromkeys([b"B", b"X"], -5),
     **dict.fromkeys([b"\x8e", b"\x8d", b"\x96"], -6),
     b".": -7,
@@ -207,81 +227,137 @@ _LAYOUT: dict[bytes, int] = {
     **dict.fromkeys([b"K", b"h", b"q", b"\x80"], 2),
     b"M": 3,
     **dict.fromkeys([b"J", b"j"], 5),
-    **dict.fromkeys([b"G", b"\x95"], 9),
+    b"G": -14,
+    b"\x95": -15,
     **dict.fromkeys(
-        [b"\x97", b"\x98", b"N", b"\x88", b"\x89", b"]", b"a", b")", b"\x85", b"\x86", b"\x87", b"}", b"s",
-         b"\x8f", b"0", b"2", b"\x94", b"\x93", b"R", b"\x81", b"\x92", b"Q", b"(", b"e", b"l", b"t",
-         b"d", b"u", b"\x90", b"\x91", b"1", b"o"],
+        [b"\x97", b"\x98", b"N", b"\x88", b"\x89", b"]", b"a", b")", b"0", b"2", b"\x94", b"R", b"Q",
+         b"(", b"e", b"l", b"1"],
         1,
+    ),
+    **dict.fromkeys(
+        [b"}", b"d", b"s", b"u", b"\x8f", b"\x90", b"\x91", b"t", b"\x85", b"\x86", b"\x87", b"\x93",
+         b"o", b"\x81", b"\x92"],
+        -13,
     ),
 }  # fmt: skip
 _STEP: tuple[int, ...] = tuple(_LAYOUT.get(bytes([b]), -11) for b in range(256))
+
+# What a pickle builds, as far as the result guard cares (see _load_data_only):
+_BUILDS = 1  # BUILD: sets the state of an object it built
+_HASHES = 2  # dicts and sets: each key is hashed, and compared with every key of the same hash
+_COMPOSITE = 4  # tuples, frozensets, objects of value classes: keys whose hash a child can aim
+_FLOATS = 8  # floats: at most a few hundred share a hash (a float's hash is its value mod 2**61-1)
+_BIGINTS = 16  # ints of 56 bits or more (and text numbers): any number of them share a hash
+_FLAGS: tuple[int, ...] = tuple(
+    (_HASHES if bytes([b]) in b"}dsu\x8f\x90\x91" else 0)
+    | (_COMPOSITE if bytes([b]) in b"\x91t\x85\x86\x87\x93o\x81\x92" else 0)
+    for b in range(256)
+)
+#: the bytes without which no opcode hashes, builds on an object or has to be looked at
+_WATCHED = bytes(b for b in range(256) if _FLAGS[b] or b in b"bpr")
+#: the largest frame accepted: the pickler makes them about 64 KiB, a large string goes outside
+_MAX_FRAME = 256 * 1024
+#: the prescan looks at the clock each time it has stepped over this many bytes
+_WINDOW = 1 << 20
 
 
 def _needs_prescan(data: bytes) -> bool:
     """Whether an opcode the prescan must see can occur at all: if the byte is absent, so is
     the opcode. ``EXT*`` can only resolve something when an extension is registered."""
-    if b"p" in data or b"r" in data:
+    if len(data.translate(None, _WATCHED)) != len(data):  # one pass: a watched byte is there
         return True
     registered = copyreg._inverted_registry or copyreg._extension_cache  # type: ignore[attr-defined]
     return bool(registered) and (b"\x82" in data or b"\x83" in data or b"\x84" in data)
 
 
-def _prescan(data: bytes) -> bool:
-    """Step over the opcodes without executing any; refuse memo bombs and extension codes.
+def _prescan(data: bytes, deadline: float | None = None) -> int:
+    """Step over the opcodes without executing any; refuse memo bombs, extension codes and
+    oversized frames; say what the pickle builds (``_BUILDS`` | ``_HASHES`` | ...).
 
     Only what the C unpickler would turn into damage is refused: a ``PUT``/``LONG_BINPUT``
-    index sizes its memo array (``LONG_BINPUT 2**28`` allocates and clears 4 GiB), and
-    ``EXT*`` codes found in ``copyreg``'s cache skip ``find_class``. Everything else the
-    unpickler checks itself, and the data-only walk bounds the nesting. Returns whether a
-    ``BUILD`` opcode occurs.
+    index sizes its memo array (``LONG_BINPUT 2**28`` allocates and clears 4 GiB), ``EXT*``
+    codes found in ``copyreg``'s cache skip ``find_class``, and a frame is read whole (the
+    decoder looks at the clock between frames). Everything else the unpickler checks itself,
+    and the data-only walk bounds the nesting.
     """
     step = _STEP
+    flags_of = _FLAGS
     end = len(data)
     i = 0
-    builds = False
-    while i < end:
-        k = step[data[i]]
-        if k > 0:
-            i += k
-            continue
-        i += 1
-        if k == -3:
-            if i >= end:
-                break
-            i += 1 + data[i]
-        elif k in (-1, -8):
-            nl = data.find(b"\n", i)
-            if nl < 0:
-                break
-            if k == -8:
-                _check_memo_index(_decimal_prefix(data[i:nl]), i)
-            i = nl + 1
-        elif k in (-4, -5, -6):
-            width = 8 if k == -6 else 4
-            size = int.from_bytes(data[i : i + width], "little", signed=k == -4)
-            if size < 0 or i + width + size > end:
-                break
-            i += width + size
-        elif k == -9:
-            _check_memo_index(int.from_bytes(data[i : i + 4], "little"), i)
-            i += 4
-        elif k == -2:
-            nl = data.find(b"\n", i)
-            nl = data.find(b"\n", nl + 1) if nl >= 0 else -1
-            if nl < 0:
-                break
-            i = nl + 1
-        elif k == -12:
-            builds = True
-        elif k == -7:
-            return builds
-        elif k == -10:
-            raise RestrictedUnpicklingError("malformed result: pickle extension codes (EXT1/2/4) are refused")
+    flags = 0
+    # Windows of a MiB: the clock is read between two (a hostile pickle is a billion opcodes).
+    limit = end if deadline is None else min(end, _WINDOW)
+    while True:
+        while i < limit:
+            op = data[i]
+            k = step[op]
+            if k > 0:
+                i += k
+                continue
+            i += 1
+            if k == -13:
+                flags |= flags_of[op]
+            elif k in (-3, -17):
+                if i >= end:
+                    break
+                if k == -17 and data[i] >= 8:
+                    flags |= _BIGINTS
+                i += 1 + data[i]
+            elif k in (-1, -8, -16):
+                nl = data.find(b"\n", i)
+                if nl < 0:
+                    break
+                if k == -8:
+                    _check_memo_index(_decimal_prefix(data[i:nl]), i)
+                elif k == -16:
+                    flags |= _BIGINTS
+                i = nl + 1
+            elif k in (-4, -5, -6, -18):
+                width = 8 if k == -6 else 4
+                size = int.from_bytes(data[i : i + width], "little", signed=k in (-4, -18))
+                if size < 0 or i + width + size > end:
+                    break
+                if k == -18:
+                    flags |= _BIGINTS
+                i += width + size
+            elif k == -14:
+                flags |= _FLOATS
+                i += 8
+            elif k == -9:
+                _check_memo_index(int.from_bytes(data[i : i + 4], "little"), i)
+                i += 4
+            elif k == -2:
+                flags |= _COMPOSITE
+                nl = data.find(b"\n", i)
+                nl = data.find(b"\n", nl + 1) if nl >= 0 else -1
+                if nl < 0:
+                    break
+                i = nl + 1
+            elif k == -15:
+                if int.from_bytes(data[i : i + 8], "little") > _MAX_FRAME:
+                    raise RestrictedUnpicklingError(
+                        f"malformed result: a frame of more than {_MAX_FRAME} bytes (the pickler makes "
+                        "them about 64 KiB)"
+                    )
+                i += 8
+            elif k == -12:
+                flags |= _BUILDS
+            elif k == -7:
+                return flags
+            elif k == -10:
+                raise RestrictedUnpicklingError(
+                    "malformed result: pickle extension codes (EXT1/2/4) are refused"
+                )
+            else:
+                raise RestrictedUnpicklingError(
+                    f"malformed result: unknown opcode {data[i - 1]:#04x} at byte {i - 1}"
+                )
         else:
-            raise RestrictedUnpicklingError(
-                f"malformed result: unknown opcode {data[i - 1]:#04x} at byte {i - 1}"
-            )
+            if i < end:  # the next window
+                _check_deadline(deadline)
+                limit = min(end, i + _WINDOW)
+                continue
+        break  # past the end without STOP, or an argument runs past it
     raise RestrictedUnpicklingError("malformed result: the pickle is truncated")
 
 
@@ -436,7 +512,7 @@ class _Maker:
 
     __slots__ = ("_check", "_cls", "_load", "_module", "_name")
 
-    def __init__(self, load: _DataOnlyUnpickler, cls: type, module: str, name: str, check: Any) -> None:
+    def __init__(self, load: _DataOnlyRules, cls: type, module: str, name: str, check: Any) -> None:
         self._load = load
         self._cls = cls
         self._module = module
@@ -446,6 +522,10 @@ class _Maker:
     def __call__(self, *args: object) -> object:
         if self._check is not None:
             self._check(args)
+        # A constructor's work grows with its arguments, which a pickle can share: one list
+        # given to a million deques is a million copies (memory), one dict to a million
+        # Counters a million rehashes. The load pays for each call out of its budget.
+        self._load.charge(1 + _size(args), self)
         obj = self._cls(*args)
         self._load.built(obj, self)
         return obj
@@ -477,12 +557,28 @@ _DATA_ONLY_HINT = (
 )
 
 
-class _DataOnlyUnpickler(pickle.Unpickler):
+class _Budget:
+    """What one load may still spend on work its bytes do not pay for (constructors, hashing,
+    ``BUILD``): a few units per byte of the result."""
+
+    left = 0
+
+    def charge(self, units: int, what: object) -> None:
+        self.left -= units
+        if self.left < 0:
+            raise RestrictedUnpicklingError(
+                f"the result is refused by the sandbox's result guard: it asks the host for far more "
+                f"work than its size ({what}: a decompression bomb)"
+            )
+
+
+class _DataOnlyRules(_Budget):
+    """``remote-result-mode=data-only``: ``find_class`` for either unpickler."""
+
     # Class-level defaults: no Python ``__init__`` on the path of every result.
     classes: dict[type, tuple[str, str]] | None = None  # set once find_class resolved a class
     snapshots: list[_Snapshot] | None = None  # the instances the makers built, as built
-    data = b""  # the pickle
-    builds: bool | None = None  # whether it has a BUILD opcode, when the prescan ran
+    builds = False  # whether the pickle has a BUILD opcode (the prescan said)
 
     def find_class(self, module: str, name: str) -> Any:
         key = (module, name)
@@ -498,11 +594,6 @@ class _DataOnlyUnpickler(pickle.Unpickler):
             return cls
         return _Maker(self, cls, module, name, _VALUE_CLASSES[key])
 
-    def _may_build(self) -> bool:
-        if self.builds is None:
-            self.builds = b"b" in self.data  # no BUILD byte, no BUILD opcode
-        return self.builds
-
     def built(self, obj: object, maker: _Maker) -> None:
         cls = type(obj)
         classes = self.classes
@@ -514,10 +605,23 @@ class _DataOnlyUnpickler(pickle.Unpickler):
                 )
         # Only BUILD can change an instance of these (none has append/extend/add, and
         # SETITEMS changes the items of a Counter, not its state): no BUILD, no snapshot.
-        if (cls.__flags__ & _HEAPTYPE or hasattr(obj, "__dict__")) and self._may_build():
+        if (cls.__flags__ & _HEAPTYPE or hasattr(obj, "__dict__")) and self.builds:
             if self.snapshots is None:
                 self.snapshots = []
             self.snapshots.append(_Snapshot(obj))
+
+
+class _DataOnlyUnpickler(_DataOnlyRules, pickle.Unpickler):
+    pass
+
+
+#: argument types whose size a constructor's work follows
+_SIZED = frozenset({str, bytes, bytearray, tuple, list, dict, set, frozenset})
+
+
+def _size(values: Iterable[Any]) -> int:
+    """The work a constructor (or BUILD) may do with ``values``: their lengths."""
+    return sum(len(v) if type(v) in _SIZED else 1 for v in values)
 
 
 def _value_error(obj: object) -> RestrictedUnpicklingError:
@@ -569,7 +673,7 @@ def _kinds(classes: dict[type, tuple[str, str]] | None) -> _Kinds:
     return kinds
 
 
-def _walk(root: object, kinds: _Kinds, max_depth: int) -> None:
+def _walk(root: object, kinds: _Kinds, max_depth: int, deadline: float | None = None) -> None:
     """Refuse anything but the data-only types; refuse nesting deeper than ``max_depth``.
 
     Iterative. Every container is examined once, shared and cyclic ones too (a pickle can
@@ -614,6 +718,8 @@ def _walk(root: object, kinds: _Kinds, max_depth: int) -> None:
                 if children:
                     active.add(key)
                     stack.append([key, iter(children), 0])
+                    if deadline is not None and not len(active) & 0x3FF:
+                        _check_deadline(deadline)
                 else:
                     heights[key] = 1
                     if stack and stack[-1][2] == 0:
@@ -754,7 +860,9 @@ class _ClassState:
                 member.__dict__.update(attrs)
 
 
-class _ObjectsUnpickler(pickle.Unpickler):
+class _ObjectsRules(_Budget):
+    """``remote-result-mode=objects``: ``find_class`` for either unpickler."""
+
     class_states: dict[int, _ClassState] | None = None  # the heap classes resolved, as they were
 
     def find_class(self, module: str, name: str) -> Any:
@@ -841,6 +949,263 @@ def _builds_on_a_class(data: bytes) -> bool:
     return True
 
 
+# -- the decoder's work: hashing and time ---------------------------------------------------
+# A result is decoded in the host, after the call: what the decoder does must stay
+# proportional to the result's size, and stop at the call's deadline.
+#
+# Building a dict or a set hashes each key and compares it with every key already there of the
+# same hash: keys that share one hash make it quadratic (600 KB blocked a host for 37 s). A
+# child chooses its keys: the hash of ints (``n % (2**61 - 1)``), of tuples and frozensets (of
+# their items' hashes), of the value classes (complex, Decimal, Fraction, UUID, networks) is
+# the same in every process, so a child aims them at one value; str, bytes and dates hash with
+# the host's secret (PYTHONHASHSEED) and cannot be aimed. A tuple's hash is not cached and
+# costs its whole size, shared parts each time: ``t = (t, t)`` fifty times hashes 2**50 items.
+#
+# So the C unpickler decodes a result only when its keys cannot be aimed: no dict or set, or
+# keys among strings, bytes and ints below 2**56, plus floats in a result of at most
+# _SMALL_FLOATS bytes (a few hundred floats share a hash: each insertion may walk them all) or
+# larger ints in one of at most _SMALL_INTS bytes (quadratic, but on a few hundred keys): at
+# worst tens of milliseconds. Any other result is decoded by _Guarded, the pure-Python
+# unpickler, which looks at each key before the dict or set takes it: a key of a container
+# whose hash another key of it already has is a repeat, more than _MAX_REPEATS repeats refuse
+# the result, and each key's hashing work is paid out of the load's budget (a few units per
+# byte, see _Budget), as is each constructor call and BUILD (which a shared state dict makes
+# a copy per object).
+
+_SMALL_FLOATS = 16 * 1024
+_SMALL_INTS = 8 * 1024
+#: keys of one dict or set that hash like another key of it (honest data: almost never)
+_MAX_REPEATS = 32
+#: work units a load may spend per byte of the result, and in any case
+_UNITS_PER_BYTE = 8
+_UNITS_FREE = 1 << 16
+
+
+def _careful(flags: int, size: int) -> bool:
+    """Whether a pickle that builds ``flags`` needs the guarded unpickler (see above)."""
+    if flags & _BUILDS:
+        return True
+    if not flags & _HASHES:
+        return False
+    if flags & _COMPOSITE:
+        return True
+    return bool((flags & _FLOATS and size > _SMALL_FLOATS) or (flags & _BIGINTS and size > _SMALL_INTS))
+
+
+class LateResult(SandBoxTimeoutError):
+    """Decoding a result was still running at the call's deadline."""
+
+
+def _check_deadline(deadline: float | None) -> None:
+    if deadline is not None and time.monotonic() > deadline:
+        raise LateResult("decoding the result went past the call's timeout")
+
+
+class _Reader:
+    """The pickle for an unpickler, a piece at a time: each piece (a frame of at most
+    ``_MAX_FRAME``, 128 KiB without frames) first looks at the clock."""
+
+    __slots__ = ("data", "deadline", "position")
+
+    def __init__(self, data: bytes, deadline: float | None) -> None:
+        self.data = data
+        self.deadline = deadline
+        self.position = 0
+
+    def read(self, size: int = -1) -> bytes:
+        _check_deadline(self.deadline)
+        start = self.position
+        stop = len(self.data) if size < 0 else start + size
+        self.position = min(stop, len(self.data))
+        return self.data[start:stop]
+
+    def readinto(self, buffer: Any) -> int:
+        chunk = self.read(len(buffer))
+        buffer[: len(chunk)] = chunk
+        return len(chunk)
+
+    def readline(self) -> bytes:
+        _check_deadline(self.deadline)
+        start = self.position
+        stop = self.data.find(b"\n", start)
+        self.position = len(self.data) if stop < 0 else stop + 1
+        return self.data[start : self.position]
+
+    def peek(self, size: int = 0) -> bytes:
+        return self.data[self.position : self.position + max(size, 1)]
+
+
+def _source(data: bytes, deadline: float | None) -> Any:
+    # 16 KiB decode within milliseconds, either way: BytesIO, no clock.
+    if len(data) <= 16384 or (deadline is None and len(data) <= _MAX_FRAME):
+        return io.BytesIO(data)
+    return _Reader(data, deadline)
+
+
+class _Keys:
+    """What a guarded load knows of one dict or set: its keys' hashes, and the repeats."""
+
+    __slots__ = ("container", "hashes", "repeats")
+
+    def __init__(self, container: object) -> None:
+        self.container = container  # kept alive: its id stays its own during the load
+        self.hashes: set[int] = set()
+        self.repeats = 0
+
+
+_TUPLE_HASH = (tuple, frozenset)
+_PythonUnpickler: Any = pickle._Unpickler  # type: ignore[attr-defined]
+
+
+class _Guarded(_Budget, _PythonUnpickler):  # type: ignore[misc]
+    """The pure-Python unpickler, whose dicts and sets take a key only once it is checked."""
+
+    dispatch = dict(_PythonUnpickler.dispatch)  # noqa: RUF012 - the opcode table, per class
+    max_depth = 256
+    keys: dict[int, _Keys] | None = None  # id(container) -> what its keys hash to
+    costs: dict[int, tuple[object, int]] | None = None  # id(tuple) -> (tuple, hashing work)
+
+    def _take(self, container: object, keys: Iterable[object]) -> None:
+        """Check ``keys`` before ``container`` (a dict or a set; None: a new frozenset) takes
+        them: their hashing work is paid for, and their hashes rarely repeat."""
+        if container is not None and not isinstance(container, (dict, set)):
+            return  # a list or a deque takes an index; anything else refuses the item itself
+        table = self.keys
+        if table is None:
+            table = self.keys = {}
+        state = table.get(id(container)) if container is not None else None
+        if state is None:
+            state = _Keys(container)
+            if container is not None:
+                table[id(container)] = state
+        hashes = state.hashes
+        for key in keys:
+            kind = type(key)
+            if kind is str or kind is bytes or key is None:
+                cost = 1  # cached after the first time
+            elif kind is int:
+                cost = 1 + key.bit_length() // 1024  # type: ignore[attr-defined]
+            elif kind in _TUPLE_HASH:
+                cost = self._tuple_cost(key)
+            else:
+                cost = 16  # a float, a bool, a value class: a Python __hash__ at worst
+            self.charge(cost, f"hashing a {_type_name(kind)} key")
+            value = hash(key)
+            if value in hashes:
+                state.repeats += 1
+                if state.repeats > _MAX_REPEATS:
+                    raise RestrictedUnpicklingError(
+                        f"the result is refused by the sandbox's result guard: more than {_MAX_REPEATS} "
+                        f"keys of one {_type_name(type(container)) if container is not None else 'frozenset'} "
+                        "share a hash with another key (a hash-collision attack on the host)"
+                    )
+            else:
+                hashes.add(value)
+
+    def _tuple_cost(self, root: object) -> int:
+        """What hashing ``root`` (a tuple or a frozenset) costs: every item of every tuple in
+        it, a shared one each time it is reached (tuples do not cache their hash). Refuses
+        a nesting deeper than ``max_depth`` (hashing it would exhaust the C stack)."""
+        costs = self.costs
+        if costs is None:
+            costs = self.costs = {}
+        known = costs.get(id(root))
+        if known is not None:
+            return 1 if type(root) is frozenset else known[1]  # a frozenset caches its hash
+        # Iterative post-order: frames of [tuple, iterator over its items, cost so far].
+        stack: list[list[Any]] = [[root, iter(root) if type(root) is tuple else iter(()), 1]]  # type: ignore[call-overload]
+        if type(root) is frozenset:
+            stack[0][2] = 1 + len(root)  # type: ignore[arg-type]  # its hash is cached once computed
+        while True:
+            frame = stack[-1]
+            item = next(frame[1], _MISSING)
+            if item is _MISSING:
+                stack.pop()
+                done = frame[2]
+                costs[id(frame[0])] = (frame[0], done)
+                if not stack:
+                    return done  # type: ignore[no-any-return]
+                stack[-1][2] += done
+                continue
+            if type(item) is tuple:
+                known = costs.get(id(item))
+                if known is not None:
+                    frame[2] += known[1]
+                elif len(stack) >= self.max_depth:
+                    raise RestrictedUnpicklingError(
+                        f"the result is nested deeper than {self.max_depth} levels"
+                    )
+                else:
+                    stack.append([item, iter(item), 1])
+            elif type(item) is int:
+                frame[2] += 1 + item.bit_length() // 1024
+            else:
+                frame[2] += 1
+
+    def load_setitem(self) -> None:
+        stack = self.stack
+        value = stack.pop()
+        key = stack.pop()
+        target = stack[-1]
+        self._take(target, (key,))
+        target[key] = value
+
+    def load_setitems(self) -> None:
+        items = self.pop_mark()
+        target = self.stack[-1]
+        self._take(target, items[::2])
+        for i in range(0, len(items), 2):
+            target[items[i]] = items[i + 1]
+
+    def load_dict(self) -> None:
+        items = self.pop_mark()
+        target: dict[object, object] = {}
+        self._take(target, items[::2])
+        for i in range(0, len(items), 2):
+            target[items[i]] = items[i + 1]
+        self.append(target)
+
+    def load_additems(self) -> None:
+        items = self.pop_mark()
+        target = self.stack[-1]
+        self._take(target, items)
+        if isinstance(target, set):
+            target.update(items)
+        else:
+            for item in items:
+                target.add(item)
+
+    def load_frozenset(self) -> None:
+        items = self.pop_mark()
+        self._take(None, items)
+        self.append(frozenset(items))
+
+    def load_build(self) -> None:
+        state = self.stack[-1]
+        self.charge(_size(state if type(state) is tuple else (state,)), "BUILD")  # (__dict__, slots)
+        super().load_build()
+
+    for _name, _opcode in (
+        ("load_setitem", pickle.SETITEM), ("load_setitems", pickle.SETITEMS), ("load_dict", pickle.DICT),
+        ("load_additems", pickle.ADDITEMS), ("load_frozenset", pickle.FROZENSET),
+        ("load_build", pickle.BUILD),
+    ):  # fmt: skip
+        dispatch[_opcode[0]] = locals()[_name]
+    del _name, _opcode
+
+
+class _GuardedDataOnlyUnpickler(_DataOnlyRules, _Guarded):
+    pass
+
+
+class _ObjectsUnpickler(_ObjectsRules, pickle.Unpickler):
+    pass
+
+
+class _GuardedObjectsUnpickler(_ObjectsRules, _Guarded):
+    pass
+
+
 # -- child → host ------------------------------------------------------------------------------
 
 
@@ -851,27 +1216,30 @@ def loads_result(
     mode: str = DATA_ONLY,
     guard: bool = True,
     max_depth: int = 256,
+    deadline: float | None = None,
 ) -> object:
     """Decode a value the sandboxed child sent back, through the result guard.
 
     ``mode`` is ``remote-result-mode`` (``"data-only"`` or ``"objects"``); ``guard=False``
     (``remote-result-guard=false``) is honoured in objects mode only, and ``max_depth``
     (the nesting of containers) in data-only mode only. Any refusal, and any malformed
-    pickle, raises :class:`RestrictedUnpicklingError`.
+    pickle, raises :class:`RestrictedUnpicklingError`. ``deadline`` (``time.monotonic()``):
+    past it the decoding stops with :class:`LateResult` (a ``SandBoxTimeoutError``).
     """
     if type(data) is not bytes:
         data = bytes(data)
     if mode != DATA_ONLY and mode != OBJECTS:
         raise ValueError(f"remote-result-mode must be {DATA_ONLY} or {OBJECTS}, not {mode!r}")
-    # A large payload almost always holds a 'p' or an 'r' byte: scan it without searching.
-    builds = _prescan(data) if len(data) > 16384 or _needs_prescan(data) else None
+    buffers = list(buffers) if buffers is not None else None
+    # A large payload almost always holds a watched byte: scan it without searching.
+    flags = _prescan(data, deadline) if len(data) > 16384 or _needs_prescan(data) else 0
     try:
         if mode == DATA_ONLY:
-            return _load_data_only(data, buffers, max_depth, builds)
+            return _load_data_only(data, buffers, max_depth, flags, deadline)
         if not guard:
             return _loads(data, buffers=buffers)
-        return _load_objects(data, buffers)
-    except RestrictedUnpicklingError:
+        return _load_objects(data, buffers, flags, deadline)
+    except (RestrictedUnpicklingError, LateResult):
         raise
     except RecursionError as exc:
         raise RestrictedUnpicklingError(f"the result is nested deeper than {max_depth} levels") from exc
@@ -879,15 +1247,25 @@ def loads_result(
         raise RestrictedUnpicklingError(f"malformed result: {type(exc).__name__}: {exc}") from exc
 
 
+def _budget(data: bytes, buffers: list[Any] | None) -> int:
+    size = len(data) + sum(memoryview(b).nbytes for b in buffers or ())
+    return _UNITS_PER_BYTE * size + _UNITS_FREE
+
+
 def _load_data_only(
-    data: bytes, buffers: Iterable[Any] | None, max_depth: int, builds: bool | None
+    data: bytes, buffers: list[Any] | None, max_depth: int, flags: int, deadline: float | None
 ) -> object:
-    unpickler = _DataOnlyUnpickler(io.BytesIO(data), fix_imports=False, buffers=buffers)
-    unpickler.data = data
-    if builds is not None:
-        unpickler.builds = builds
+    unpickler: _DataOnlyRules
+    if _careful(flags, len(data)):
+        guarded = _GuardedDataOnlyUnpickler(_source(data, deadline), fix_imports=False, buffers=buffers)
+        guarded.max_depth = max_depth
+        unpickler = guarded
+    else:
+        unpickler = _DataOnlyUnpickler(_source(data, deadline), fix_imports=False, buffers=buffers)
+    unpickler.left = _budget(data, buffers)
+    unpickler.builds = bool(flags & _BUILDS)
     try:
-        value = unpickler.load()
+        value = unpickler.load()  # type: ignore[attr-defined]
     finally:
         for snapshot in unpickler.snapshots or ():
             snapshot.restore()
@@ -895,12 +1273,14 @@ def _load_data_only(
         # Without a class or an out-of-band buffer, opcodes build only the walk's scalar and
         # container types; each container takes at least one byte, so nesting ≤ len(data).
         return value
-    _walk(value, _kinds(unpickler.classes), max_depth)
+    _walk(value, _kinds(unpickler.classes), max_depth, deadline)
     return value
 
 
-def _load_objects(data: bytes, buffers: Iterable[Any] | None) -> object:
-    unpickler = _ObjectsUnpickler(io.BytesIO(data), fix_imports=False, buffers=buffers)
+def _load_objects(data: bytes, buffers: list[Any] | None, flags: int, deadline: float | None) -> object:
+    kind = _GuardedObjectsUnpickler if _careful(flags, len(data)) else _ObjectsUnpickler
+    unpickler = kind(_source(data, deadline), fix_imports=False, buffers=buffers)
+    unpickler.left = _budget(data, buffers)
     try:
         return unpickler.load()
     finally:
@@ -933,7 +1313,7 @@ def _load_objects(data: bytes, buffers: Iterable[Any] | None) -> object:
 # cause/context: entry indexes or None; members: entry indexes (exception groups) or None.
 
 _MAGIC = "pysandboxes.exception"
-_VERSION = 1
+_VERSION = 2
 
 
 def encode_exception(exc: BaseException, *, skip: int = 0, max_size: int | None = None) -> bytes:
@@ -1006,6 +1386,48 @@ def _pickled(value: object) -> bytes | None:
     return data if len(data) <= _MAX_ARGS else None
 
 
+def _source_line(frame: Any, filename: str, line: int) -> str:
+    """The source line a traceback shows, read here in the child, under the child's rules: the
+    host shows this text and never reads a file a child names. ``linecache`` when the program
+    loaded it (it knows loaders and encodings), else the file as UTF-8 (importing
+    ``linecache`` would cost every child start a few milliseconds)."""
+    if not line:
+        return ""
+    linecache = sys.modules.get("linecache")
+    try:
+        if linecache is not None:
+            linecache.lazycache(filename, frame.f_globals)  # a module whose loader has the source
+            text = linecache.getline(filename, line)
+        else:
+            text = _read_line(filename, line)
+    except Exception:
+        return ""
+    return _text(text.strip(), _MAX_SOURCE) if type(text) is str else ""
+
+
+#: the child's own source files, as it read them for its tracebacks (file -> lines)
+_SOURCES: dict[str, list[bytes]] = {}
+
+
+def _read_line(filename: str, line: int) -> str:
+    lines = _SOURCES.get(filename)
+    if lines is None:
+        lines = []
+        if not (filename.startswith("<") and filename.endswith(">")):
+            fd = os.open(filename, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC)  # a FIFO: no wait
+            try:
+                info = os.fstat(fd)
+                if stat.S_ISREG(info.st_mode) and info.st_size <= 16 << 20:
+                    with open(fd, "rb", closefd=False) as f:
+                        lines = f.read().split(b"\n")
+            finally:
+                os.close(fd)
+        if len(_SOURCES) >= 64:
+            _SOURCES.clear()
+        _SOURCES[filename] = lines
+    return lines[line - 1].decode("utf-8", "replace") if line <= len(lines) else ""
+
+
 def _describe_exception(e: BaseException, index: dict[int, int], skip: int) -> tuple[object, ...]:
     cls = type(e)
     args: object = e.args
@@ -1025,19 +1447,20 @@ def _describe_exception(e: BaseException, index: dict[int, int], skip: int) -> t
             code = value  # type: ignore[assignment]
         else:
             code = _text(value)
-    frames: list[tuple[str, int, str]] = []
+    entries: list[tuple[Any, int, str, str]] = []
     tb = e.__traceback__
-    while tb is not None and len(frames) < skip + 100 * _MAX_FRAMES:
+    while tb is not None and len(entries) < skip + 100 * _MAX_FRAMES:
         code_obj = tb.tb_frame.f_code
         line = tb.tb_lineno
-        frames.append(
-            (_text(code_obj.co_filename, _MAX_NAME), line if type(line) is int and line >= 0 else 0,
-             _text(code_obj.co_name, _MAX_NAME))
+        entries.append(
+            (tb.tb_frame, line if type(line) is int and line >= 0 else 0,
+             _text(code_obj.co_filename, _MAX_NAME), _text(code_obj.co_name, _MAX_NAME))
         )  # fmt: skip
         tb = tb.tb_next
-    frames = frames[skip:]
-    if len(frames) > _MAX_FRAMES:
-        frames = frames[: _MAX_FRAMES // 2] + frames[-_MAX_FRAMES // 2 :]
+    entries = entries[skip:]
+    if len(entries) > _MAX_FRAMES:
+        entries = entries[: _MAX_FRAMES // 2] + entries[-_MAX_FRAMES // 2 :]
+    frames = [(file, line, name, _source_line(frame, file, line)) for frame, line, file, name in entries]
     notes = getattr(e, "__notes__", None)
     members = group_message = None
     if isinstance(e, BaseExceptionGroup):
@@ -1091,7 +1514,7 @@ def _minimal_entry(exc: BaseException, failure: BaseException) -> tuple[object, 
     )
 
 
-def decode_exception(blob: bytes | bytearray | memoryview) -> BaseException:
+def decode_exception(blob: bytes | bytearray | memoryview, deadline: float | None = None) -> BaseException:
     """Host side: rebuild the exception :func:`encode_exception` described.
 
     Builtin exceptions, PySandboxes' own, and ``Exception`` subclasses of modules the host has
@@ -1099,13 +1522,13 @@ def decode_exception(blob: bytes | bytearray | memoryview) -> BaseException:
     else becomes :class:`SandBoxRemoteError`, and a ``BaseException`` that is not an
     ``Exception`` becomes :class:`SandBoxBaseExceptionError`. Each carries the child's
     denials (``__sandbox_denials__``) and a traceback of the child's frames. Garbage raises
-    :class:`SandBoxProtocolError` and nothing else.
+    :class:`SandBoxProtocolError` and nothing else (:class:`LateResult` past ``deadline``).
     """
     try:
-        description = loads_result(blob, mode=DATA_ONLY, max_depth=8)
+        description = loads_result(blob, mode=DATA_ONLY, max_depth=8, deadline=deadline)
         entries = _validate_description(description)
-        return _rebuild(entries)
-    except SandBoxProtocolError:
+        return _rebuild(entries, deadline)
+    except (SandBoxProtocolError, LateResult):
         raise
     except Exception as exc:
         raise SandBoxProtocolError(
@@ -1128,7 +1551,7 @@ class _Entry:
     state: bytes | None
     denials: list[str]
     chain_denials: list[str]
-    frames: list[tuple[str, int, str]]
+    frames: list[tuple[str, int, str, str]]
     cause: int | None
     context: int | None
     suppress: bool
@@ -1202,14 +1625,15 @@ def _validate_description(description: object) -> list[_Entry]:
             raise _bad(f"a traceback is not a list of at most {_MAX_FRAMES} entries")
         entry.frames = []
         for frame in frames:
-            if type(frame) is not tuple or len(frame) != 3:
-                raise _bad("a traceback entry is not (file, line, function)")
+            if type(frame) is not tuple or len(frame) != 4:
+                raise _bad("a traceback entry is not (file, line, function, source line)")
             line = frame[1]
             if type(line) is not int or not 0 <= line < 1 << 31:
                 raise _bad("a traceback line number is out of range")
             entry.frames.append(
-                (_str(frame[0], "a file name", _MAX_NAME), line, _str(frame[2], "a function name", _MAX_NAME))
-            )
+                (_str(frame[0], "a file name", _MAX_NAME), line, _str(frame[2], "a function name", _MAX_NAME),
+                 _str(frame[3], "a source line", _MAX_SOURCE + 100))
+            )  # fmt: skip
         entry.cause = _index(item[10], "a cause", count)
         entry.context = _index(item[11], "a context", count)
         entry.notes = None if item[13] is None else _strs(item[13], "notes", _MAX_NOTES)
@@ -1229,7 +1653,7 @@ def _validate_description(description: object) -> list[_Entry]:
     return entries
 
 
-def _rebuild(entries: list[_Entry]) -> BaseException:
+def _rebuild(entries: list[_Entry], deadline: float | None = None) -> BaseException:
     built: list[BaseException | None] = [None] * len(entries)
     building: set[int] = set()
 
@@ -1242,7 +1666,7 @@ def _rebuild(entries: list[_Entry]) -> BaseException:
         building.add(position)
         entry = entries[position]
         members = [build(m) for m in entry.members or ()]  # type: ignore[union-attr]
-        exc = _construct(entry, members)
+        exc = _construct(entry, members, deadline)
         building.discard(position)
         built[position] = exc
         return exc
@@ -1250,12 +1674,12 @@ def _rebuild(entries: list[_Entry]) -> BaseException:
     for position in range(len(entries)):
         build(position)
     result: list[BaseException] = [b for b in built if b is not None]
-    frames = _FrameFactory()
     for entry, exc in zip(entries, result, strict=True):
         exc.__sandbox_denials__ = list(entry.denials)  # type: ignore[attr-defined]
-        if entry.notes:
-            exc.__notes__ = list(entry.notes)
-        exc.__traceback__ = frames.traceback(entry.frames)
+        notes = [_traceback_note(entry.frames)] if entry.frames else []
+        if entry.notes or notes:
+            exc.__notes__ = notes + list(entry.notes or ())
+        exc.__traceback__ = None  # the child's frames are text: no frame here names a child's file
     # __cause__ / __context__, without closing a cycle (a hostile child could send one).
     for entry, exc in zip(entries, result, strict=True):
         for target, attr in ((entry.cause, "__cause__"), (entry.context, "__context__")):
@@ -1279,37 +1703,37 @@ def _reaches(start: BaseException, goal: BaseException) -> bool:
     return False
 
 
-def _construct(entry: _Entry, members: list[BaseException]) -> BaseException:
+def _construct(entry: _Entry, members: list[BaseException], deadline: float | None) -> BaseException:
     type_name = f"{entry.module}.{entry.qualname}"
     if entry.base_only:
         return SandBoxBaseExceptionError(type_name, entry.code, entry.message)
     cls = _resolve(entry.module, entry.qualname) if "<" not in entry.qualname else _MISSING
     if isinstance(cls, type) and issubclass(cls, Exception):
         lenient = entry.module == "builtins" or entry.module.partition(".")[0] == "pysandboxes"
-        exc = _instantiate(cls, entry, members, lenient)
+        exc = _instantiate(cls, entry, members, lenient, deadline)
         if exc is not None:
             return exc
     return SandBoxRemoteError(type_name, entry.message, entry.chain_denials)
 
 
-def _decode_plain(blob: bytes | None) -> object:
+def _decode_plain(blob: bytes | None, deadline: float | None) -> object:
     if blob is None:
         return _MISSING
     try:
-        return loads_result(blob, mode=DATA_ONLY)
+        return loads_result(blob, mode=DATA_ONLY, deadline=deadline)
     except RestrictedUnpicklingError:
         return _MISSING
 
 
 def _instantiate(
-    cls: type[Exception], entry: _Entry, members: list[BaseException], lenient: bool
+    cls: type[Exception], entry: _Entry, members: list[BaseException], lenient: bool, deadline: float | None
 ) -> Exception | None:
     attempts: list[tuple[object, ...]] = []
     if issubclass(cls, BaseExceptionGroup):
         if members and entry.group_message is not None:
             attempts.append((entry.group_message, members))
     else:
-        args = _decode_plain(entry.args)
+        args = _decode_plain(entry.args, deadline)
         if type(args) is tuple:
             attempts.append(args)
         if lenient:
@@ -1320,7 +1744,7 @@ def _instantiate(
         except Exception:
             continue
         if isinstance(exc, Exception):
-            state = _decode_plain(entry.state)
+            state = _decode_plain(entry.state, deadline)
             if type(state) is dict:
                 attrs = getattr(exc, "__dict__", None)
                 if isinstance(attrs, dict):
@@ -1331,63 +1755,28 @@ def _instantiate(
     return None
 
 
-def _without_columns(code: types.CodeType) -> types.CodeType:
-    """A location table with lines and no columns: the traceback shows the child's source
-    line and no carets (the template's columns have nothing to do with that line)."""
-    units = len(code.co_code) // 2
-    table = b"".join(bytes([0x80 | (13 << 3) | (min(8, units - i) - 1), 0]) for i in range(0, units, 8))
-    return code.replace(co_linetable=table)
+#: the first line of the note that carries the child's traceback
+TRACEBACK_NOTE = "Traceback in the sandbox (most recent call last):"
 
 
-class _FrameFactory:
-    """Real frame objects named after the child's frames, for real traceback objects.
+def _traceback_note(frames: list[tuple[str, int, str, str]]) -> str:
+    """The child's frames as ``traceback`` prints frames, from the text the child sent.
 
-    Each frame comes from running a one-instruction code object renamed to the child's
-    file, function and line; ``traceback`` then prints the child's frames (and the source
-    line when the host can read that file) as if they had run here.
+    A note, not frame objects: a frame naming a file makes every traceback printer open that
+    file *on the host* for its source line (``linecache``, and the interpreter's own printer
+    for an uncaught exception), and the file is whatever the child named (a host
+    ``settings.py`` it could never read). A note is printed as it is, by both. Characters
+    that would move a terminal's cursor or start a new line are shown escaped.
     """
+    lines = [TRACEBACK_NOTE]
+    for filename, line, name, source in frames:
+        lines.append(f'  File "{_printable(filename)}", line {line}, in {_printable(name)}')
+        if source:
+            lines.append(f"    {_printable(source)}")
+    return "\n".join(lines)
 
-    _template = _without_columns(compile("_getframe()", "<sandbox>", "eval"))
 
-    def __init__(self) -> None:
-        self._globals = {
-            "__name__": "pysandboxes.remote.child",
-            "__builtins__": {},
-            "_getframe": sys._getframe,
-        }
-        self._files: dict[str, str] = {}
-
-    def traceback(self, frames: list[tuple[str, int, str]]) -> types.TracebackType | None:
-        tb: types.TracebackType | None = None
-        for filename, line, name in reversed(frames):
-            code = self._template.replace(
-                co_filename=self._safe_filename(filename), co_name=name, co_qualname=name, co_firstlineno=line
-            )
-            frame = eval(code, self._globals)
-            tb = types.TracebackType(tb, frame, 0, line)
-        return tb
-
-    def _safe_filename(self, filename: str) -> str:
-        """The file name, or ``<file name>`` when showing its source lines is unsafe.
-
-        To show a line, ``linecache`` reads the whole file named by the child, and the text
-        ends up in the host's logs (or back in front of whoever drives the sandboxed code):
-        only regular ``.py`` files of at most 64 MiB are read, never a FIFO or a device
-        (which would block or exhaust the host), a secret of another kind, or a relative
-        name (looked up along ``sys.path``). ``<...>`` names are never read.
-        """
-        safe = self._files.get(filename)
-        if safe is None:
-            safe = filename
-            if not (filename.startswith("<") and filename.endswith(">")):
-                readable = False
-                if filename.endswith(".py") and os.path.isabs(filename):
-                    try:
-                        info = os.stat(filename)
-                        readable = stat.S_ISREG(info.st_mode) and info.st_size <= 64 * 1024 * 1024
-                    except (OSError, ValueError):
-                        readable = True  # nothing there to read: the name stays as it is
-                if not readable:
-                    safe = f"<{filename}>"
-            self._files[filename] = safe
-        return safe
+def _printable(text: str) -> str:
+    if text.isprintable():
+        return text
+    return "".join(c if c.isprintable() else repr(c)[1:-1] for c in text)

@@ -19,7 +19,7 @@ import time
 from ..errors import SandBoxError, SandBoxTimeoutError
 from ..providers import LAUNCHED
 from . import codec
-from .channel import CALL, CANCEL, CLOSE, END, ERROR, FAILED, READY, SHUTDOWN, Channel, ChannelClosed
+from .channel import CALL, CANCEL, CLOSE, END, ERROR, FAILED, ITEM, READY, SHUTDOWN, Channel, ChannelClosed
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -86,8 +86,21 @@ def _wake(future: Any) -> None:
         future.set_result(None)
 
 
+#: a line longer than this is relayed in pieces (a shorter one is always written whole)
+PIPE_BUF = 4096
+#: an unfinished line waits this long for its end before it is relayed as it is
+PARTIAL_WAIT = 1.0
+
+
 class _Output:
-    """The pipes carrying one child's stdout and stderr, and their text decoders."""
+    """The pipes carrying one child's stdout and stderr, and their text decoders.
+
+    What comes out is relayed in whole lines, each batch with one ``write`` on the caller's
+    stream: the child's ``print`` (run with ``-u``) writes the text and the newline with two
+    system calls, and a line relayed in halves would let the host's own output land in its
+    middle. An unfinished line stays here until its end arrives, the call that wrote it
+    answers, the pipe closes, it outgrows :data:`PIPE_BUF`, or :data:`PARTIAL_WAIT` passes.
+    """
 
     def __init__(self, pipes: list[tuple[int, str]], child: Any = None) -> None:
         import codecs
@@ -101,11 +114,15 @@ class _Output:
         self.ended: set[int] = set()  # end of file seen (closed by the relay thread)
         self.decoders = {fd: codecs.getincrementaldecoder("utf-8")("replace") for fd, _ in pipes}
         self.names = dict(pipes)
+        #: the unfinished line of each pipe, and since when it waits
+        self.partial: dict[int, bytes] = {}
+        self.since: dict[int, float] = {}
         for fd, _name in pipes:
             os.set_blocking(fd, False)
 
-    def copy(self, fd: int) -> bool:
-        """Copy what is readable now; False at end of file. The caller holds the output lock."""
+    def copy(self, fd: int, everything: bool = False) -> bool:
+        """Copy what is readable now, in whole lines unless ``everything``; False at end of
+        file. The caller holds the output lock."""
         if fd in self.ended:
             return False
         chunks: list[bytes] = []
@@ -126,11 +143,22 @@ class _Output:
             size = sum(len(c) for c in chunks)
             if self.count + size > self.budget:
                 chunks = [b"".join(chunks)[: max(0, self.budget - self.count)]]
+                everything = True  # the child is killed: nothing more will complete the line
                 self.child.over_limit("limit-output", f"more than {self.budget} bytes written")
             self.count += size
-        text = self.decoders[fd].decode(
-            b"".join(chunks), not alive
-        )  # a character split across reads stays whole
+        pending = self.partial.pop(fd, b"")
+        data = pending + b"".join(chunks) if chunks else pending
+        cut = len(data)
+        if alive and not everything:
+            cut = max(data.rfind(b"\n"), data.rfind(b"\r")) + 1
+            if len(data) - cut > PIPE_BUF:
+                cut = len(data)
+        if cut < len(data):
+            self.partial[fd] = data[cut:]
+            if not pending or cut:  # a line that starts waiting now
+                self.since[fd] = time.monotonic()
+        # a character split across reads stays whole
+        text = self.decoders[fd].decode(data[:cut], not alive)
         if text:
             stream = sys.stdout if self.names[fd] == "stdout" else sys.stderr
             try:
@@ -139,6 +167,17 @@ class _Output:
             except Exception:
                 pass
         return alive
+
+    def waiting(self) -> float | None:
+        """Seconds until the oldest unfinished line is due, or None when none waits."""
+        if not self.partial:
+            return None
+        return max(0.0, min(self.since[fd] for fd in self.partial) + PARTIAL_WAIT - time.monotonic())
+
+    def due(self) -> list[int]:
+        """The pipes whose unfinished line has waited :data:`PARTIAL_WAIT`."""
+        now = time.monotonic()
+        return [fd for fd in self.partial if now - self.since[fd] >= PARTIAL_WAIT]
 
 
 class Child:
@@ -521,23 +560,26 @@ class Child:
         open_fds = [fd for fd, _name in output.pipes]
         while open_fds:
             try:
-                readable, _, _ = select.select(open_fds, [], [])
+                readable, _, _ = select.select(open_fds, [], [], output.waiting())
             except (OSError, ValueError):
                 break
-            for fd in readable:
+            for fd in readable or output.due():
                 with self.output_lock:
-                    alive = output.copy(fd)
+                    alive = output.copy(fd, everything=not readable)
                 if not alive:
                     open_fds.remove(fd)
                     with self.output_lock:
                         output.ended.add(fd)
                         os.close(fd)
 
-    def drain_output(self) -> None:
+    def drain_output(self, everything: bool = True) -> None:
         """Copy what the child wrote so far (before answering a call) to the caller's streams.
 
         Taking the output lock first waits for a copy the relay thread has under way: what
         the child wrote before it answered is on the caller's stream before the answer.
+        ``everything=False`` (a generator's item: it goes on running; another call in
+        flight) keeps an unfinished line for later; a call that is over, alone, has its last
+        line shown, finished or not.
         """
         import select
 
@@ -552,8 +594,10 @@ class Child:
                 readable, _, _ = select.select(fds, [], [], 0)
             except (OSError, ValueError):
                 return
+            if everything:  # and the unfinished lines of pipes with nothing new
+                readable = [*readable, *(fd for fd in output.partial if fd not in readable)]
             for fd in readable:
-                output.copy(fd)
+                output.copy(fd, everything)
 
     # -- calls ------------------------------------------------------------------------------
 
@@ -634,38 +678,65 @@ class Child:
         with contextlib.suppress(ChannelClosed, OSError):
             self.channel.send(call_id, CANCEL if kind is None else kind)
 
-    def value_of(self, frame: Frame | BaseException) -> Any:
-        """The result a frame carries, checked by the result guard, or the exception raised."""
+    def _drain_before(self, kind: int) -> None:
+        """The output written before an answer of ``kind``, shown before it. An unfinished
+        line is the answering call's own only when the call is over and no other runs."""
+        with self.lock:
+            alone = len(self.pending) <= 1
+        self.drain_output(everything=kind != ITEM and alone)
 
+    def value_of(
+        self,
+        frame: Frame | BaseException,
+        deadline: float | None = None,
+        key: tuple[str, str] = ("?", "?"),
+        timeout: float | None = None,
+    ) -> Any:
+        """The result a frame carries, checked by the result guard, or the exception raised.
+
+        Decoding counts in the call's time: past ``deadline`` (the call's ``timeout`` after
+        it was sent, or after the previous item) it stops with ``SandBoxTimeoutError``."""
         if isinstance(frame, BaseException):
             raise frame
-        self.drain_output()
+        self._drain_before(frame.kind)
+        try:
+            return self._decode(frame, deadline)
+        except codec.LateResult:
+            raise SandBoxTimeoutError(_late_message(key, timeout)) from None
+
+    def _decode(self, frame: Frame, deadline: float | None) -> Any:
         if frame.kind == ERROR:
             from ..limits import breach_of
 
-            error = codec.decode_exception(bytes(frame.payload))
+            error = codec.decode_exception(bytes(frame.payload), deadline)
             breach = breach_of(error, self.limits)
             if breach is not None:  # the next call gets a fresh child (and the tree is gone)
                 self._die(f"exceeded {self.limits.shown(breach[0])}", count=False)
                 raise self._resource_error(*breach) from error
             raise error
-        if self.learner is not None and self.mode != codec.OBJECTS:
+        mode, guard = self.mode, self.guard
+        if self.learner is not None and mode != codec.OBJECTS:
             try:
-                return codec.loads_result(frame.payload, frame.buffers, mode=self.mode, guard=self.guard)
+                return codec.loads_result(
+                    frame.payload, frame.buffers, mode=mode, guard=guard, deadline=deadline
+                )
+            except codec.LateResult:
+                raise
             except SandBoxError:
                 self.learner.add(("objects",))  # learning: remote-result-mode=objects is needed
-                return codec.loads_result(frame.payload, frame.buffers, mode=codec.OBJECTS, guard=self.guard)
-        return codec.loads_result(frame.payload, frame.buffers, mode=self.mode, guard=self.guard)
+                mode = codec.OBJECTS
+        return codec.loads_result(frame.payload, frame.buffers, mode=mode, guard=guard, deadline=deadline)
 
     def call(
         self, key: tuple[str, str], args: Sequence[Any], kwargs: dict[str, Any], timeout: float | None
     ) -> Any:
         call_id, pending = self.send_call(key, args, kwargs)
+        deadline = _deadline(timeout)
         try:
             frame = self.wait_frame(pending, timeout)
             if frame is None:
                 self._timed_out(call_id, pending, key, timeout)
-            return self.value_of(frame)  # type: ignore[arg-type]
+            return self.value_of(frame, deadline, key, timeout)  # type: ignore[arg-type]
         finally:
             self._close(call_id)
 
@@ -701,10 +772,11 @@ class Child:
         finished = False
         try:
             while True:
+                deadline = _deadline(timeout)
                 frame = self.wait_frame(pending, timeout)
                 if frame is None:
                     self._timed_out(call_id, pending, key, timeout)
-                finished, value = self._item_of(frame)  # type: ignore[arg-type]
+                finished, value = self._item_of(frame, deadline, key, timeout)  # type: ignore[arg-type]
                 if finished:
                     if value is not None:
                         raise value
@@ -715,14 +787,20 @@ class Child:
                 self.cancel(call_id, CLOSE)
             self._close(call_id)
 
-    def _item_of(self, frame: Frame | BaseException) -> tuple[bool, Any]:
+    def _item_of(
+        self,
+        frame: Frame | BaseException,
+        deadline: float | None,
+        key: tuple[str, str],
+        timeout: float | None,
+    ) -> tuple[bool, Any]:
         """``(False, item)``, or ``(True, None)`` at the end of a stream, or ``(True, error)``
         when it ended with an error (the child's generator is over either way)."""
         if not isinstance(frame, BaseException) and frame.kind == END:
-            self.drain_output()
+            self._drain_before(END)
             return True, None
         try:
-            return False, self.value_of(frame)
+            return False, self.value_of(frame, deadline, key, timeout)
         except BaseException as exc:
             return True, exc
 
@@ -731,9 +809,10 @@ class Child:
     ) -> Any:
 
         call_id, pending = self.send_call(key, args, kwargs)
+        deadline = _deadline(timeout)
         try:
             frame = await self._next(pending, call_id, key, timeout)
-            return self.value_of(frame)
+            return self.value_of(frame, deadline, key, timeout)
         finally:
             self._close(call_id)
 
@@ -773,8 +852,9 @@ class Child:
         finished = False
         try:
             while True:
+                deadline = _deadline(timeout)
                 frame = await self._next(pending, call_id, key, timeout)
-                finished, value = self._item_of(frame)
+                finished, value = self._item_of(frame, deadline, key, timeout)
                 if finished:
                     if value is not None:
                         raise value
@@ -792,6 +872,17 @@ def _bytecode_options() -> list[str]:
     if sys.pycache_prefix:
         options += ["-X", f"pycache_prefix={sys.pycache_prefix}"]
     return options
+
+
+def _deadline(timeout: float | None) -> float | None:
+    return None if timeout is None else time.monotonic() + timeout
+
+
+def _late_message(key: tuple[str, str], timeout: float | None) -> str:
+    return (
+        f"{key[0]}.{key[1]}() did not finish within {timeout:g} s: its result was still being "
+        "decoded (timeout= in the rule file, or @sandbox(timeout=...))"
+    )
 
 
 def _timeout_message(key: tuple[str, str], timeout: float | None) -> str:
