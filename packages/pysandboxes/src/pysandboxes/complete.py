@@ -551,13 +551,13 @@ def run_unshare_in_process(command: CommandLine, policy: Policy, cwd: str, *, ip
     outside (signals, limits, the network broker); the child makes the namespaces, builds the
     view (see ``providers/unshare_setup.py``) and runs the program as PID 2 of its namespace,
     with everything read and compiled before: one interpreter, like landlock."""
-    from .providers.namespaces import Inside, sandbox_view, seccomp_fd, start_forwarder
+    from .providers.namespaces import Inside, sandbox_view, seccomp_fd, start_forwarder, unix_sockets
     from .providers.unshare_setup import enter_in_process
     from .supervise import supervise
 
     program = Program(command, cwd, ipython=ipython)
     view, network = sandbox_view(policy, "unshare", program.program_files, cwd, start_broker=False)
-    filter_fd = seccomp_fd()
+    filter_fd = seccomp_fd(unix_sockets=unix_sockets(policy, "unshare"))
     sys.stdout.flush()
     sys.stderr.flush()
     from .supervise import status_pipe

@@ -116,6 +116,7 @@ def firejail_argv(view: View, options: Mapping[str, object]) -> tuple[list[str],
         "nonewprivs",
         "nogroups",
         "restrict-namespaces",
+        "ipc-namespace",  # the host's System V segments and queues stay out of reach
         "private-dev",
         f"hostname {view.hostname}",
     ]

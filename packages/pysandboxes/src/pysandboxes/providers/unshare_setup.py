@@ -35,9 +35,7 @@ MS_REC = 16384
 MS_PRIVATE = 1 << 18
 MNT_DETACH = 2
 PR_SET_NO_NEW_PRIVS = 38
-PR_SET_SECCOMP = 22
 PR_CAPBSET_DROP = 24
-SECCOMP_MODE_FILTER = 2
 _DEVICES = ("null", "zero", "full", "random", "urandom", "tty")
 
 
@@ -357,17 +355,7 @@ def _drop_capabilities(libc: Any) -> None:
 
 
 def _seccomp(libc: Any, fd: int) -> None:
+    from .seccomp import install
+
     with os.fdopen(fd, "rb") as f:
-        _install_seccomp(libc, f.read())
-
-
-def _install_seccomp(libc: Any, program: bytes) -> None:
-    """Install the BPF ``program`` (``seccomp_filter()``'s bytes) on this thread's process."""
-    import ctypes
-
-    class SockFprog(ctypes.Structure):
-        _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
-
-    buffer = ctypes.create_string_buffer(program, len(program))
-    prog = SockFprog(len(program) // 8, ctypes.cast(buffer, ctypes.c_void_p))
-    _check(libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.byref(prog), 0, 0), "seccomp filter")
+        install(libc, f.read())
