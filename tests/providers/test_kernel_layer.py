@@ -110,6 +110,13 @@ results["shm"] = shm_read({shmid})
 results["io_uring"] = syscall_fd(425, 4, ctypes.create_string_buffer(120))  # io_uring_setup
 pidfd = libc.syscall(434, os.getpid(), 0)  # pidfd_open
 results["pidfd_getfd"] = syscall_fd(438, pidfd, 1, 0)  # a copy of its own stdout
+# another process's memory (here its own): process_vm_readv of 8 bytes
+source, target = ctypes.create_string_buffer(b"memory!!"), ctypes.create_string_buffer(8)
+local = (ctypes.c_void_p * 2)(ctypes.addressof(target), 8)
+remote = (ctypes.c_void_p * 2)(ctypes.addressof(source), 8)
+one = ctypes.c_ulong(1)
+n = libc.process_vm_readv(os.getpid(), local, one, remote, one, ctypes.c_ulong(0))
+results["process_vm_readv"] = "ok" if n == 8 else _errno(ctypes.get_errno())
 """
 
 
@@ -187,6 +194,7 @@ UNCONFINED = {
     "shm": "ok:host-segment",
     "io_uring": "ok",
     "pidfd_getfd": "ok",
+    "process_vm_readv": "ok",
 }
 
 
@@ -227,6 +235,7 @@ def expected_confined(provider: str) -> dict[str, str]:
         "shm": "EPERM" if provider == "landlock" else "EINVAL",
         "io_uring": "EPERM",
         "pidfd_getfd": "EPERM",
+        "process_vm_readv": "EPERM",
     }
 
 

@@ -23,6 +23,10 @@ What the kernel confines
     * Signals and abstract UNIX sockets (ABI >= 6): the process cannot signal, nor connect to
       an abstract UNIX socket of, a process outside its Landlock domain (the caller, the
       desktop session, ...). Its own children share the domain and stay reachable.
+    * What Landlock does not see, by a seccomp filter installed with it (``seccomp.py``): no
+      UNIX socket can be created unless ``landlock.unix-sockets=true``; no socket of a protocol
+      its TCP port rules miss (MPTCP, SCTP, ICMP, UDP-Lite) or of another family (vsock,
+      packet...); no io_uring, ``pidfd_getfd``, ``ptrace``/``process_vm_readv``, System V IPC.
 
 What the kernel does not confine (the Python layer decides there, native code is not held)
     * Metadata: ``stat``, ``lstat``, ``readlink``, ``access`` and path walking are not Landlock
@@ -41,7 +45,9 @@ What the kernel does not confine (the Python layer decides there, native code is
     * ``ignore=`` rules and the protection of the rule files: Landlock rights add up along a
       path and cannot subtract, so a file inside an ``expose-rw=`` directory is writable by
       native code even when the Python layer refuses it (:attr:`LandlockPlan.notes` says so).
-    * Named UNIX sockets: connecting to a socket file is not a Landlock file access.
+    * Named UNIX sockets, once ``landlock.unix-sockets=true`` lets the program create UNIX
+      sockets: connecting to a socket file is not a Landlock file access, so every socket this
+      user may write to is reachable.
     * File descriptors opened before :func:`confine` keep their rights (stdin/stdout, the
       partial-mode channel).
 

@@ -21,7 +21,10 @@ The attack each part answers, and where it holds:
 * **pidfd_getfd** copies a descriptor out of another process: refused (``EPERM``).
 * ``landlock`` only: **System V IPC** (``shmget``, ``shmat``, ``msgget``, ``semget``…) reaches
   the host's segments and queues, which Landlock does not scope: refused (``EPERM``). The
-  namespace providers give the program an IPC namespace of its own instead.
+  namespace providers give the program an IPC namespace of its own instead. And **another
+  process's memory** (``ptrace``, ``process_vm_readv``/``writev``): Landlock lets a process of
+  the domain trace another one of it, and the program's process (python-sb's own) started with
+  the host's whole environment; a child started with ``process-exec`` must not read it.
 * The namespace providers and ``qemu``'s guest add :data:`NAMESPACE_DENIED`: namespace and
   mount changes, tracing, keyrings, BPF, modules, clocks, ``clone()`` with namespace flags and
   ``ioctl(TIOCSTI)``.
@@ -77,6 +80,9 @@ _GENERIC = {  # include/uapi/asm-generic/unistd.h: arm64, riscv64
     "io_uring_enter": 426,
     "io_uring_register": 427,
     "pidfd_getfd": 438,
+    "ptrace": 117,
+    "process_vm_readv": 270,
+    "process_vm_writev": 271,
 }
 _X86_64 = {  # arch/x86/entry/syscalls/syscall_64.tbl
     "socket": 41,
@@ -97,6 +103,9 @@ _X86_64 = {  # arch/x86/entry/syscalls/syscall_64.tbl
     "io_uring_enter": 426,
     "io_uring_register": 427,
     "pidfd_getfd": 438,
+    "ptrace": 101,
+    "process_vm_readv": 310,
+    "process_vm_writev": 311,
 }
 ARCHES: dict[str, tuple[int, dict[str, int]]] = {
     "x86_64": (0xC000003E, _X86_64),
@@ -107,6 +116,9 @@ _X32_BIT = 0x40000000
 
 #: refused under every provider (see the module's docstring)
 COMMON_DENIED = ("io_uring_setup", "io_uring_enter", "io_uring_register", "pidfd_getfd")
+#: refused under landlock: another process's memory, even one of the same Landlock domain (the
+#: program's own process, a fork of python-sb, held the host's environment)
+MEMORY_ACCESS = ("ptrace", "process_vm_readv", "process_vm_writev")
 #: refused under landlock: the host's System V IPC objects
 SYSV_IPC = (
     "shmget",
@@ -329,7 +341,7 @@ def landlock_filter(*, unix_sockets: bool) -> bytes:
         raise ProviderError(reason)
     machine = _machine()
     numbers = ARCHES[machine][1]
-    denied = {numbers[name]: EPERM for name in (*COMMON_DENIED, *SYSV_IPC)}
+    denied = {numbers[name]: EPERM for name in (*COMMON_DENIED, *MEMORY_ACCESS, *SYSV_IPC)}
     return _build(machine, denied, unix_sockets, namespace=False)
 
 
