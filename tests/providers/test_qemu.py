@@ -35,6 +35,7 @@ import pytest
 
 from pysandboxes.providers import qemu as qemu_provider
 
+from .test_kernel_layer import Host, expected_confined
 from .test_namespaces import (
     LISTENER,
     PARTIAL_EXPECTED,
@@ -433,6 +434,7 @@ def native(tmp_path_factory: pytest.TempPathFactory, qemu_cache: Path) -> Iterat
     box.write("out/old.txt", "old")
     tmp_name = f"/tmp/pysandboxes-test-{uuid.uuid4().hex}"
     allowed, other, denied = Server(), Server(), Server()
+    host = Host(box.root.parent)
     try:
         box.rules(
             "py-sandbox=false",
@@ -463,11 +465,13 @@ def native(tmp_path_factory: pytest.TempPathFactory, qemu_cache: Path) -> Iterat
                 denied=denied.port,
             )
             + SECCOMP_PROBES
+            + host.probes()
         )
         done = box.sb("prog.py", "arg", env={**box.environ, "TERM": "xterm", "SECRET_TOKEN": "t0k"})
     finally:
         for server in (allowed, other, denied):
             server.close()
+        host.close()
     yield Report.of(
         done,
         box=box,
@@ -566,6 +570,13 @@ def test_the_guest_shows_no_way_to_the_link(native: Report) -> None:
 def test_the_environment_is_only_env_rules(native: Report) -> None:
     assert native["environ"] == {"GREETING": "hello", "TERM": "xterm"}
     assert native["hostname"] == "sandbox"
+
+
+def test_the_kernel_layer_refuses_sockets_io_uring_and_pidfd_getfd(native: Report) -> None:
+    # test_kernel_layer.py's probes: a guest's UNIX sockets are its kernel's (none reaches the
+    # host, the key is not needed), a host System V segment does not exist there
+    expected = {**expected_confined("qemu"), "unix_outside": "connect:ENOENT", "pair_dgram": "ok"}
+    assert {key: native[key] for key in expected} == expected
 
 
 def test_expose_ro_is_read_only_natively(native: Report) -> None:
