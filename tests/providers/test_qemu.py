@@ -402,6 +402,8 @@ call("agent_fds", lambda: sorted({{native_open(f"/proc/1/fd/{{n}}") for n in os.
 call("agent_environ", native_open, "/proc/1/environ")
 call("mknod", os.mknod, "/tmp/port", 0o20600, os.makedev(1, 3))
 results["environ"] = dict(os.environ)
+with open("/proc/self/environ", "rb") as f:
+    results["proc_environ"] = f.read().decode(errors="replace")
 results["hostname"] = socket.gethostname()
 # network: the host's 127.0.0.1, from native code
 call("net_allowed", native_connect, "127.0.0.1", {allowed})
@@ -569,6 +571,8 @@ def test_the_guest_shows_no_way_to_the_link(native: Report) -> None:
 
 def test_the_environment_is_only_env_rules(native: Report) -> None:
     assert native["environ"] == {"GREETING": "hello", "TERM": "xterm"}
+    # the kernel's copy too: no launcher variable, no interpreter configuration (test_environment.py)
+    assert sorted(native["proc_environ"].split("\0")) == ["", "GREETING=hello", "TERM=xterm"]
     assert native["hostname"] == "sandbox"
 
 

@@ -183,7 +183,7 @@ def _beneath(path: str, root: str) -> bool:
 
 
 def bwrap_argv(
-    view: View, *, seccomp_fd: int, info_fd: int | None, hosts_file: str | None = None
+    view: View, *, seccomp_fd: int, info_fd: int | None, hosts_file: str | None = None, own_init: bool = False
 ) -> list[str]:
     """bubblewrap's command line for ``view`` (the program's own argv follows ``--``)."""
     binary = bwrap_binary()
@@ -197,6 +197,7 @@ def bwrap_argv(
         *([] if view.share_net else ["--unshare-net"]),
         "--unshare-uts",
         "--unshare-cgroup-try",
+        *(["--as-pid-1"] if own_init else []),
         "--die-with-parent",
         "--hostname",
         view.hostname,
@@ -414,17 +415,20 @@ def launcher(
     *,
     info_fd: int | None = None,
     limits: Any = None,
+    own_init: bool = False,
 ) -> tuple[list[str], list[int], dict[str, str], bool]:
     """The launcher's command line (the interpreter follows ``--``), the descriptors it must
     inherit (the broker's sandbox end is handed over with them: the caller closes them once
     the launcher runs), the variables to add to its environment, and whether it writes
-    ``info_fd`` (bwrap's ``--info-fd``: the program's pid, for signals)."""
+    ``info_fd`` (bwrap's ``--info-fd``: the pid to signal). ``own_init``: under bwrap the
+    interpreter is the PID namespace's process 1 and becomes its init itself
+    (``unshare_setup.become_init``)."""
     filter_fd = seccomp_fd(unix_sockets=unix_sockets(policy, provider))
     fds = [filter_fd, *([network.fd] if network.fd is not None else [])]
     network.fd = None
     if provider == "bwrap":
         return (
-            bwrap_argv(view, seccomp_fd=filter_fd, info_fd=info_fd),
+            bwrap_argv(view, seccomp_fd=filter_fd, info_fd=info_fd, own_init=own_init),
             fds,
             dict(network.env),
             info_fd is not None,
