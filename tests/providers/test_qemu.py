@@ -657,6 +657,10 @@ def test_default_memory_is_the_default(native: Report) -> None:
 IN_PROGRAM = """
 call("rules", native_write, ".py-sandboxes", "py-sandbox=false\\nexpose-rw=/\\n")
 call("cwd", native_write, "other.txt")
+call("include", native_write, "sub/local.rules", "expose-ro=/")
+call("include_dir", native_write, "conf.d/local.rules", "expose-ro=/")
+call("move_sub", os.rename, "sub", "sub-old")
+call("move_other", os.rename, "other-dir", "other-moved")
 print("RESULTS=" + json.dumps(results), flush=True)
 refused = socket.create_server(("127.0.0.1", {refused}))
 """ + LISTENER.replace("{port}", "{allowed}")
@@ -668,7 +672,15 @@ def inbound(tmp_path_factory: pytest.TempPathFactory, qemu_cache: Path) -> Repor
     stays read-only. Inside, a program listens on two ports; an IN rule allows one."""
     box = _box(tmp_path_factory, qemu_cache, "inbound")
     allowed, refused = free_port(), free_port()
-    box.rules("py-sandbox=false", "expose-rw=.", f"net=ALLOW|tcp|127.0.0.1|{allowed}|IN")
+    box.write("sub/keep.txt", "kept")
+    (box.root / "other-dir").mkdir()
+    box.rules(
+        "py-sandbox=false",
+        "expose-rw=.",
+        f"net=ALLOW|tcp|127.0.0.1|{allowed}|IN",
+        'include-optional "sub/local.rules"',
+        'include-optional "conf.d/local.rules"',
+    )
     box.write("prog.py", PRELUDE + textwrap.dedent(IN_PROGRAM.format(allowed=allowed, refused=refused)))
     process = box.start("prog.py")
     extra: dict[str, Any] = {"box": box}
@@ -707,6 +719,21 @@ def test_rule_file_in_an_expose_rw_directory_is_not_writable(inbound: Report) ->
     assert "expose-rw=/" not in (box.root / ".py-sandboxes").read_text()
     # the pair: the working directory, exposed read-write, is written on the host
     assert (box.root / "other.txt").read_text() == "written"
+
+
+def test_absent_includes_and_the_way_to_them_stay_as_they_are(inbound: Report) -> None:
+    # test_rule_files.py under qemu: placeholders bound read-only, sub/ a mount point of the
+    # launcher's view (QEMU's renameat fails with EBUSY)
+    box = inbound.extra["box"]
+    assert {k: inbound[k] for k in ("include", "include_dir", "move_sub")} == {
+        "include": "EROFS",
+        "include_dir": "EROFS",
+        "move_sub": "EBUSY",
+    }
+    assert (box.root / "sub" / "local.rules").read_text() == ""
+    assert list((box.root / "conf.d").iterdir()) == []
+    # the pair: a directory on the way to no rule file moves
+    assert inbound["move_other"] == "ok" and (box.root / "other-moved").is_dir()
 
 
 def test_in_rule_listener_is_reachable_from_the_host(inbound: Report) -> None:

@@ -192,7 +192,9 @@ def firejail_argv(view: View, options: Mapping[str, object]) -> tuple[list[str],
     if view.cwd not in view.write_dirs:
         lines.append(f"read-only {view.cwd}")
     lines += [f"read-write {p}" for p in sorted(set(view.write_dirs))]
-    lines += [f"read-only {p}" for p in view.protected]
+    for p in sorted(view.pinned):  # parents first: read-only then read-write leaves a mount point
+        lines += [f"read-only {p}", f"read-write {p}"]
+    lines += [f"read-only {p}" for p in (*view.protected, *view.protected_dirs)]
     if view.hosts_file is not None:
         lines.append(f"hosts-file {view.hosts_file}")
     fd = os.memfd_create("pysandboxes-firejail-profile", 0)

@@ -100,6 +100,10 @@ class View:
         self.read_files: list[str] = []
         self.write_dirs: list[str] = []
         self.protected: list[str] = []  # files inside writable binds, bound read-only again
+        self.protected_dirs: list[str] = []  # directories inside writable binds, read-only again
+        #: directories inside writable binds bound onto themselves (writable): a mount point cannot
+        #: be renamed nor removed (EBUSY), so the path to a rule file stays the rule file's
+        self.pinned: list[str] = []
         self.masked_files: list[str] = []
         self.masked_dirs: list[str] = []
         self.symlinks: list[tuple[str, str]] = []  # (target, link) of the host's top-level links
@@ -144,12 +148,64 @@ def view_for(policy: Policy, program_files: Sequence[str], cwd: str, provider: s
     # the rule files: the sandboxed interpreter loads the same rules (read-only, like any file
     # of the configuration)
     view.read_files += [os.path.realpath(f) for f in policy.files if os.path.isfile(f)]
-    for protected in sorted(policy.files_policy.protected):
-        if os.path.isfile(protected) and any(_beneath(protected, w) for w in view.write_dirs):
-            view.protected.append(protected)
+    _protect(policy, view)
     _masks(policy, view)
     view.cwd = os.path.realpath(cwd)
     return view
+
+
+def _protect(policy: Policy, view: View) -> None:
+    """The rule files, includes (present or not) and learn output inside writable binds: the
+    program can neither write them, nor replace them, nor move the directories that lead to
+    them (docs/providers.md, "Rule files inside expose-rw= directories").
+
+    * an existing one is bound read-only again (a mount point: no write, no rename, no unlink);
+    * an absent one gets a placeholder first, created on the host: an empty file when only the
+      file is missing (an empty include adds no rule, as an absent ``include-optional``), else the
+      first missing directory, empty, bound read-only (nothing can be created beneath it). A
+      placeholder stays after the run: removing it would lift the binds of a run still going;
+    * every directory between the writable bind and it is bound onto itself (still writable)."""
+    for path in sorted(policy.files_policy.protected):
+        holders = [w for w in view.write_dirs if _beneath(path, w) and path != w]
+        if not holders:
+            continue
+        holder = max(holders, key=len)
+        probe = holder
+        for name in os.path.relpath(path, holder).split(os.sep):
+            probe = os.path.join(probe, name)
+            if os.path.islink(probe):
+                break  # its target is protected on its own (the real path is in the set)
+            if not os.path.lexists(probe):
+                if _placeholder(probe, last=probe == path):
+                    _add(view.protected if probe == path else view.protected_dirs, probe)
+                break
+            if probe != path and os.path.isdir(probe):
+                _add(view.pinned, probe)
+                continue
+            # the file itself, or a file where a directory of the path should be: bound read-only
+            _add(view.protected_dirs if os.path.isdir(probe) else view.protected, probe)
+            break
+
+
+def _placeholder(path: str, *, last: bool) -> bool:
+    """Create ``path`` (an empty file when ``last``, else an empty directory); False when it
+    cannot be made (then nothing below can be protected: the run goes on, as for a rule file
+    outside the writable binds)."""
+    try:
+        if last:
+            os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644))
+        else:
+            os.mkdir(path, 0o755)
+    except FileExistsError:
+        return True
+    except OSError:
+        return False
+    return True
+
+
+def _add(paths: list[str], path: str) -> None:
+    if path not in paths:
+        paths.append(path)
 
 
 def _masks(policy: Policy, view: View) -> None:
@@ -219,7 +275,9 @@ def bwrap_argv(
         argv += ["--ro-bind", path, path]
     for path in sorted(set(view.write_dirs)):
         argv += ["--bind", path, path]
-    for path in view.protected:
+    for path in sorted(view.pinned):  # parents first
+        argv += ["--bind", path, path]
+    for path in (*view.protected, *view.protected_dirs):
         argv += ["--ro-bind", path, path]
     for path in view.masked_dirs:
         argv += ["--tmpfs", path, "--remount-ro", path]

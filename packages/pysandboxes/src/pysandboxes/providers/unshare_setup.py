@@ -83,7 +83,8 @@ def view_data(view: View, seccomp_fd: int) -> dict[str, Any]:
         "read_dirs": sorted(set(view.read_dirs)),
         "read_files": sorted(set(view.read_files)),
         "write_dirs": sorted(set(view.write_dirs)),
-        "protected": view.protected,
+        "pinned": sorted(view.pinned),
+        "protected": [*view.protected, *view.protected_dirs],
         "masked_dirs": view.masked_dirs,
         "masked_files": view.masked_files,
         "symlinks": view.symlinks,
@@ -295,6 +296,8 @@ def _enter(data: dict[str, Any]) -> None:
     for path in data["read_files"]:
         bind(old + path, new + path, readonly=True)
     for path in data["write_dirs"]:
+        bind(old + path, new + path, readonly=False)
+    for path in data["pinned"]:
         bind(old + path, new + path, readonly=False)
     for path in data["protected"]:
         bind(old + path, new + path, readonly=True)
