@@ -1,4 +1,5 @@
-"""Rule files inside ``expose-rw=`` directories, against native code, across two runs.
+"""What lies inside ``expose-rw=`` directories and must not be written there, against native code:
+rule files, across two runs, and the exposures nested in a writable one.
 
 Run 1 (the Python layer off, native calls) tries to change what run 2 will load: write an
 absent ``include-optional`` file, or move the rule file's directory away and plant a new rule
@@ -142,3 +143,27 @@ def _program(body: str) -> str:
     from .test_namespaces import EPILOGUE, PRELUDE
 
     return PRELUDE + textwrap.dedent(body) + EPILOGUE
+
+
+def test_an_expose_ro_inside_expose_rw_is_read_only_natively(box: Sandboxed) -> None:
+    # the Python layer lets the longest exposure decide; so does the view: data/ read-only
+    # again, data/out/ writable again in it
+    box.write("data/a.txt", "data-a")
+    (box.root / "data" / "out").mkdir()
+    results = box.probe(
+        "expose-rw=.",
+        "expose-ro=data",
+        "expose-rw=data/out",
+        body="""
+        call("ro", native_write, "data/a.txt", "overwritten")
+        call("ro_new", native_write, "data/new.txt")
+        call("rw_again", native_write, "data/out/new.txt")
+        call("rw", native_write, "top.txt")
+        """,
+    )
+    assert results["ro"] in REFUSED and results["ro_new"] in REFUSED, results
+    assert (box.root / "data" / "a.txt").read_text() == "data-a"
+    assert not (box.root / "data" / "new.txt").exists()
+    # the pair: the writable exposures around and inside it are written on the host
+    assert (results["rw_again"], results["rw"]) == ("ok", "ok")
+    assert (box.root / "data" / "out" / "new.txt").read_text() == "written"

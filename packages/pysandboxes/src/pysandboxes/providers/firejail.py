@@ -116,9 +116,7 @@ def hiding(view: View) -> list[str]:
                 lines.extend(f"whitelist {p}" for p in sorted(visible) if _beneath(p, path))
             elif path in _GLOBBED:
                 lines.extend(
-                    f"noblacklist {p}"
-                    for p in sorted(visible | ancestors)
-                    if os.path.dirname(p) == path
+                    f"noblacklist {p}" for p in sorted(visible | ancestors) if os.path.dirname(p) == path
                 )
                 lines.append(f"blacklist {path}/*")
             else:
@@ -184,7 +182,9 @@ def firejail_argv(view: View, options: Mapping[str, object]) -> tuple[list[str],
     hide = [*hiding(view), *(f"blacklist {entry}" for entry in (*view.masked_files, *view.masked_dirs))]
     for line in hide:
         if any(c in line for c in "\n\r"):
-            raise ProviderError(f"os-sandbox=firejail cannot hide {line.split(' ', 1)[1]!r}: its name holds a line break")
+            raise ProviderError(
+                f"os-sandbox=firejail cannot hide {line.split(' ', 1)[1]!r}: its name holds a line break"
+            )
     lines += hide
     lines += [
         f"read-only {p}" for p in sorted({*view.read_dirs, *view.read_files, *map(os.path.realpath, SHELL)})
@@ -192,9 +192,8 @@ def firejail_argv(view: View, options: Mapping[str, object]) -> tuple[list[str],
     if view.cwd not in view.write_dirs:
         lines.append(f"read-only {view.cwd}")
     lines += [f"read-write {p}" for p in sorted(set(view.write_dirs))]
-    for p in sorted(view.pinned):  # parents first: read-only then read-write leaves a mount point
-        lines += [f"read-only {p}", f"read-write {p}"]
-    lines += [f"read-only {p}" for p in (*view.protected, *view.protected_dirs)]
+    for p, writable in view.rebound:  # parents first; read-only then read-write: a mount point
+        lines += [f"read-only {p}", f"read-write {p}"] if writable else [f"read-only {p}"]
     if view.hosts_file is not None:
         lines.append(f"hosts-file {view.hosts_file}")
     fd = os.memfd_create("pysandboxes-firejail-profile", 0)

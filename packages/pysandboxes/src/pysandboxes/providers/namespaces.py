@@ -99,11 +99,11 @@ class View:
         self.read_dirs: list[str] = []
         self.read_files: list[str] = []
         self.write_dirs: list[str] = []
-        self.protected: list[str] = []  # files inside writable binds, bound read-only again
-        self.protected_dirs: list[str] = []  # directories inside writable binds, read-only again
-        #: directories inside writable binds bound onto themselves (writable): a mount point cannot
-        #: be renamed nor removed (EBUSY), so the path to a rule file stays the rule file's
-        self.pinned: list[str] = []
+        #: paths inside writable binds bound again, ``(path, writable)``, bound in path order
+        #: (parents first) after the writable binds: rule files read-only, the directories on the
+        #: way to them onto themselves (a mount point cannot be renamed nor removed: EBUSY), the
+        #: exposures nested in a writable one with their own mode (see :func:`_protect`)
+        self.rebound: list[tuple[str, bool]] = []
         self.masked_files: list[str] = []
         self.masked_dirs: list[str] = []
         self.symlinks: list[tuple[str, str]] = []  # (target, link) of the host's top-level links
@@ -155,9 +155,11 @@ def view_for(policy: Policy, program_files: Sequence[str], cwd: str, provider: s
 
 
 def _protect(policy: Policy, view: View) -> None:
-    """The rule files, includes (present or not) and learn output inside writable binds: the
-    program can neither write them, nor replace them, nor move the directories that lead to
-    them (docs/providers.md, "Rule files inside expose-rw= directories").
+    """What lies inside a writable bind and must not be written there: the exposures nested in
+    it (``expose-ro=data`` in ``expose-rw=.``: read-only for native code too, as the Python layer
+    says; a writable one nested again in that, writable), and the rule files, includes (present
+    or not) and learn output: the program can neither write them, nor replace them, nor move the
+    directories that lead to them (docs/providers.md, "Rule files inside expose-rw= directories").
 
     * an existing one is bound read-only again (a mount point: no write, no rename, no unlink);
     * an absent one gets a placeholder first, created on the host: an empty file when only the
@@ -165,10 +167,17 @@ def _protect(policy: Policy, view: View) -> None:
       first missing directory, empty, bound read-only (nothing can be created beneath it). A
       placeholder stays after the run: removing it would lift the binds of a run still going;
     * every directory between the writable bind and it is bound onto itself (still writable)."""
+    rebound: dict[str, bool] = {}
+    roots = list(view.write_dirs)
+    for exposure in policy.files_policy.exposures:
+        nested = exposure.path not in roots and any(_beneath(exposure.path, w) for w in roots)
+        if nested and os.path.exists(exposure.path):
+            rebound[exposure.path] = exposure.writable
+    writable = {**dict.fromkeys(roots, True), **rebound}  # every exposure in a writable bind
     for path in sorted(policy.files_policy.protected):
-        holders = [w for w in view.write_dirs if _beneath(path, w) and path != w]
-        if not holders:
-            continue
+        holders = [w for w in writable if _beneath(path, w) and path != w]
+        if not holders or not writable[max(holders, key=len)]:
+            continue  # outside the writable binds, or in a read-only exposure there: not writable
         holder = max(holders, key=len)
         probe = holder
         for name in os.path.relpath(path, holder).split(os.sep):
@@ -177,14 +186,15 @@ def _protect(policy: Policy, view: View) -> None:
                 break  # its target is protected on its own (the real path is in the set)
             if not os.path.lexists(probe):
                 if _placeholder(probe, last=probe == path):
-                    _add(view.protected if probe == path else view.protected_dirs, probe)
+                    rebound[probe] = False
                 break
             if probe != path and os.path.isdir(probe):
-                _add(view.pinned, probe)
+                rebound[probe] = True
                 continue
             # the file itself, or a file where a directory of the path should be: bound read-only
-            _add(view.protected_dirs if os.path.isdir(probe) else view.protected, probe)
+            rebound[probe] = False
             break
+    view.rebound = sorted(rebound.items())
 
 
 def _placeholder(path: str, *, last: bool) -> bool:
@@ -201,11 +211,6 @@ def _placeholder(path: str, *, last: bool) -> bool:
     except OSError:
         return False
     return True
-
-
-def _add(paths: list[str], path: str) -> None:
-    if path not in paths:
-        paths.append(path)
 
 
 def _masks(policy: Policy, view: View) -> None:
@@ -275,10 +280,8 @@ def bwrap_argv(
         argv += ["--ro-bind", path, path]
     for path in sorted(set(view.write_dirs)):
         argv += ["--bind", path, path]
-    for path in sorted(view.pinned):  # parents first
-        argv += ["--bind", path, path]
-    for path in (*view.protected, *view.protected_dirs):
-        argv += ["--ro-bind", path, path]
+    for path, writable in view.rebound:  # parents first
+        argv += ["--bind" if writable else "--ro-bind", path, path]
     for path in view.masked_dirs:
         argv += ["--tmpfs", path, "--remount-ro", path]
     for path in view.masked_files:

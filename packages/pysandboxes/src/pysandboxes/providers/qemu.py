@@ -300,9 +300,7 @@ def cached_dirs(view: View, policy: Policy) -> list[str]:
     live += list(view.write_dirs)
     live += [
         view.cwd,
-        *view.protected,
-        *view.protected_dirs,
-        *view.pinned,
+        *(path for path, _writable in view.rebound),
         *view.masked_dirs,
         *view.masked_files,
     ]

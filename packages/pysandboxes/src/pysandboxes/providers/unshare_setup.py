@@ -83,8 +83,7 @@ def view_data(view: View, seccomp_fd: int) -> dict[str, Any]:
         "read_dirs": sorted(set(view.read_dirs)),
         "read_files": sorted(set(view.read_files)),
         "write_dirs": sorted(set(view.write_dirs)),
-        "pinned": sorted(view.pinned),
-        "protected": [*view.protected, *view.protected_dirs],
+        "rebound": view.rebound,
         "masked_dirs": view.masked_dirs,
         "masked_files": view.masked_files,
         "symlinks": view.symlinks,
@@ -297,10 +296,8 @@ def _enter(data: dict[str, Any]) -> None:
         bind(old + path, new + path, readonly=True)
     for path in data["write_dirs"]:
         bind(old + path, new + path, readonly=False)
-    for path in data["pinned"]:
-        bind(old + path, new + path, readonly=False)
-    for path in data["protected"]:
-        bind(old + path, new + path, readonly=True)
+    for path, writable in data["rebound"]:
+        bind(old + path, new + path, readonly=not writable)
     for path in data["masked_dirs"]:
         os.makedirs(new + path, exist_ok=True)
         mount("tmpfs", new + path, "tmpfs", MS_NOSUID | MS_NODEV | MS_RDONLY, "mode=0755")
