@@ -196,7 +196,8 @@ def become_init() -> None:
     from .._native import C
 
     c = C()
-    c.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0)
+    if c.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0:
+        raise ProviderError("the sandbox's init cannot be made non-dumpable (prctl PR_SET_DUMPABLE)")
     pid = os.fork()
     if pid == 0:
         c.prctl(PR_SET_DUMPABLE, 1, 0, 0, 0)
