@@ -170,7 +170,8 @@ def test_af_unix_connect_is_judged_by_the_file_rules(
     a = socket.socket(socket.AF_UNIX)
     attempt("abstract", a.connect, "\\0pysandboxes-test")
     """
-    rules = SOCKET_IMPORTS + (f"\n{exposure}={sockets}" if exposure else "")
+    # landlock's kernel layer refuses UNIX sockets without its key (tests/providers/test_kernel_layer.py)
+    rules = SOCKET_IMPORTS + "\nlandlock.unix-sockets=true" + (f"\n{exposure}={sockets}" if exposure else "")
     try:
         run = project.run(program, rules, provider=provider)
     finally:
@@ -178,7 +179,7 @@ def test_af_unix_connect_is_judged_by_the_file_rules(
     expected = {
         "expose-rw": "OK",
         "expose-ro": f"RulePermissionError: Cannot write to '{path}': rule 'expose-ro={sockets}' from "
-        ".py-sandboxes(2) exposes it read-only.",
+        ".py-sandboxes(3) exposes it read-only.",
         None: f"RuleFileNotFoundError: Access to '{path}' must be accepted by a rule.",
     }[exposure]
     assert run.outcomes() == {

@@ -11,11 +11,13 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 from pathlib import Path
+from typing import Any
 
 import pytest
 
-from .test_namespaces import Sandboxed, Server
+from .test_namespaces import PYTHON_SB, Sandboxed, Server
 
 FIREJAIL = shutil.which("firejail")
 
@@ -196,3 +198,65 @@ def test_a_missing_firejail_stops_the_run(box: Sandboxed, tmp_path: Path) -> Non
         "cannot start: firejail is not installed: install it (Debian: apt-get install firejail)"
     )
     assert not (box.root / "ran").exists()
+
+
+LATE = """\
+import ctypes, errno, os, sys
+libc = ctypes.CDLL(None, use_errno=True)
+print("ready", flush=True)
+sys.stdin.readline()
+fd = libc.open(sys.argv[1].encode(), os.O_RDONLY)
+print("late:", os.read(fd, 100).decode() if fd >= 0 else errno.errorcode[ctypes.get_errno()], flush=True)
+"""
+
+
+@pytest.mark.parametrize("made", ["before", "after"])
+def test_a_file_made_next_to_the_project_is_never_seen(box: Sandboxed, made: str) -> None:
+    # the temporary directory is whitelisted (a tmpfs with the view's paths bound back), not
+    # hidden entry by entry: an entry made after the profile was written is not in the view either
+    late = box.root.parent / "late-secret.txt"
+    if made == "before":
+        late.write_text("late-secret")
+    box.rules("py-sandbox=false")
+    box.write("late.py", LATE)
+    process = subprocess.Popen(
+        [PYTHON_SB, "late.py", str(late)],
+        cwd=box.root,
+        env=box.environ,
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    assert process.stdout is not None and process.stdin is not None
+    try:
+        assert process.stdout.readline() == "ready\n"
+        if made == "after":
+            late.write_text("late-secret")
+        out, err = process.communicate("go\n", timeout=60)
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.communicate()
+    assert (process.returncode, out, err) == (0, "late: ENOENT\n", "")
+    # the pair: the host sees it
+    assert late.read_text() == "late-secret"
+
+
+def test_the_profile_names_no_entry_of_the_temporary_directory(rules: Any) -> None:
+    # firejail stops when a name of its profile vanishes before it mounts over it ("Error
+    # disable file: fs.c:151 disable_file: No such file or directory", seen with a concurrent
+    # test's temporary files): the profile names only what the view shows there
+    from pysandboxes.providers.firejail import firejail_argv
+    from pysandboxes.providers.namespaces import view_for
+
+    sibling = rules.root.parent / "another-test-file"
+    sibling.write_text("x")
+    policy = rules.load("os-sandbox=firejail\nexpose-rw=.\n")
+    _argv, fd = firejail_argv(view_for(policy, [], str(rules.root), "firejail"), {})
+    with os.fdopen(fd) as f:
+        profile = f.read().splitlines()
+    tmp = os.path.realpath(tempfile.gettempdir())
+    named = [line.split(" ", 1)[-1] for line in profile if line.split(" ", 1)[-1].startswith(tmp + "/")]
+    assert named and all(p == str(rules.root) or p.startswith(f"{rules.root}/") for p in named), named
+    assert f"whitelist {rules.root}" in profile

@@ -130,12 +130,20 @@ print(json.dumps({"results": results, "threads": threads}), flush=True)
 
 
 class Server:
-    """A TCP server on the host's 127.0.0.1: answers ``echo:<request>`` (a request ends at the
-    client's half-close, or at the end of HTTP headers, answered in HTTP), counts connections."""
+    """A TCP server on the host's 127.0.0.1 (or, with ``unix=PATH``, a UNIX socket there):
+    answers ``echo:<request>`` (a request ends at the client's half-close, or at the end of HTTP
+    headers, answered in HTTP), counts connections."""
 
-    def __init__(self) -> None:
-        self.sock = socket.create_server(("127.0.0.1", 0))
-        self.port: int = self.sock.getsockname()[1]
+    def __init__(self, unix: str | None = None) -> None:
+        if unix is None:
+            self.sock = socket.create_server(("127.0.0.1", 0))
+            self.address: Any = ("127.0.0.1", self.sock.getsockname()[1])
+        else:
+            self.sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            self.sock.bind(unix)
+            self.sock.listen(16)
+            self.address = unix
+        self.port: int = self.address[1] if unix is None else 0
         self.connections = 0
         self.thread = threading.Thread(target=self._serve)
         self.thread.start()
@@ -158,7 +166,8 @@ class Server:
                     conn.sendall(b"echo:" + data)
 
     def close(self) -> None:
-        with socket.create_connection(("127.0.0.1", self.port)) as c:
+        with socket.socket(self.sock.family) as c:
+            c.connect(self.address)
             c.sendall(b"stop")
         self.thread.join()
         self.sock.close()

@@ -35,6 +35,7 @@ import pytest
 
 from pysandboxes.providers import qemu as qemu_provider
 
+from .test_kernel_layer import Host, expected_confined
 from .test_namespaces import (
     LISTENER,
     PARTIAL_EXPECTED,
@@ -402,6 +403,8 @@ call("agent_fds", lambda: sorted({{native_open(f"/proc/1/fd/{{n}}") for n in os.
 call("agent_environ", native_open, "/proc/1/environ")
 call("mknod", os.mknod, "/tmp/port", 0o20600, os.makedev(1, 3))
 results["environ"] = dict(os.environ)
+with open("/proc/self/environ", "rb") as f:
+    results["proc_environ"] = f.read().decode(errors="replace")
 results["hostname"] = socket.gethostname()
 # network: the host's 127.0.0.1, from native code
 call("net_allowed", native_connect, "127.0.0.1", {allowed})
@@ -434,6 +437,7 @@ def native(tmp_path_factory: pytest.TempPathFactory, qemu_cache: Path) -> Iterat
     box.write("out/old.txt", "old")
     tmp_name = f"/tmp/pysandboxes-test-{uuid.uuid4().hex}"
     allowed, other, denied = Server(), Server(), Server()
+    host = Host(box.root.parent)
     try:
         box.rules(
             "py-sandbox=false",
@@ -464,11 +468,13 @@ def native(tmp_path_factory: pytest.TempPathFactory, qemu_cache: Path) -> Iterat
                 denied=denied.port,
             )
             + SECCOMP_PROBES
+            + host.probes()
         )
         done = box.sb("prog.py", "arg", env={**box.environ, "TERM": "xterm", "SECRET_TOKEN": "t0k"})
     finally:
         for server in (allowed, other, denied):
             server.close()
+        host.close()
     yield Report.of(
         done,
         box=box,
@@ -566,7 +572,16 @@ def test_the_guest_shows_no_way_to_the_link(native: Report) -> None:
 
 def test_the_environment_is_only_env_rules(native: Report) -> None:
     assert native["environ"] == {"GREETING": "hello", "TERM": "xterm"}
+    # the kernel's copy too: no launcher variable, no interpreter configuration (test_environment.py)
+    assert sorted(native["proc_environ"].split("\0")) == ["", "GREETING=hello", "TERM=xterm"]
     assert native["hostname"] == "sandbox"
+
+
+def test_the_kernel_layer_refuses_sockets_io_uring_and_pidfd_getfd(native: Report) -> None:
+    # test_kernel_layer.py's probes: a guest's UNIX sockets are its kernel's (none reaches the
+    # host, the key is not needed), a host System V segment does not exist there
+    expected = {**expected_confined("qemu"), "unix_outside": "connect:ENOENT", "pair_dgram": "ok"}
+    assert {key: native[key] for key in expected} == expected
 
 
 def test_expose_ro_is_read_only_natively(native: Report) -> None:
@@ -643,6 +658,10 @@ def test_default_memory_is_the_default(native: Report) -> None:
 IN_PROGRAM = """
 call("rules", native_write, ".py-sandboxes", "py-sandbox=false\\nexpose-rw=/\\n")
 call("cwd", native_write, "other.txt")
+call("include", native_write, "sub/local.rules", "expose-ro=/")
+call("include_dir", native_write, "conf.d/local.rules", "expose-ro=/")
+call("move_sub", os.rename, "sub", "sub-old")
+call("move_other", os.rename, "other-dir", "other-moved")
 print("RESULTS=" + json.dumps(results), flush=True)
 refused = socket.create_server(("127.0.0.1", {refused}))
 """ + LISTENER.replace("{port}", "{allowed}")
@@ -654,7 +673,15 @@ def inbound(tmp_path_factory: pytest.TempPathFactory, qemu_cache: Path) -> Repor
     stays read-only. Inside, a program listens on two ports; an IN rule allows one."""
     box = _box(tmp_path_factory, qemu_cache, "inbound")
     allowed, refused = free_port(), free_port()
-    box.rules("py-sandbox=false", "expose-rw=.", f"net=ALLOW|tcp|127.0.0.1|{allowed}|IN")
+    box.write("sub/keep.txt", "kept")
+    (box.root / "other-dir").mkdir()
+    box.rules(
+        "py-sandbox=false",
+        "expose-rw=.",
+        f"net=ALLOW|tcp|127.0.0.1|{allowed}|IN",
+        'include-optional "sub/local.rules"',
+        'include-optional "conf.d/local.rules"',
+    )
     box.write("prog.py", PRELUDE + textwrap.dedent(IN_PROGRAM.format(allowed=allowed, refused=refused)))
     process = box.start("prog.py")
     extra: dict[str, Any] = {"box": box}
@@ -693,6 +720,21 @@ def test_rule_file_in_an_expose_rw_directory_is_not_writable(inbound: Report) ->
     assert "expose-rw=/" not in (box.root / ".py-sandboxes").read_text()
     # the pair: the working directory, exposed read-write, is written on the host
     assert (box.root / "other.txt").read_text() == "written"
+
+
+def test_absent_includes_and_the_way_to_them_stay_as_they_are(inbound: Report) -> None:
+    # test_rule_files.py under qemu: placeholders bound read-only, sub/ a mount point of the
+    # launcher's view (QEMU's renameat fails with EBUSY)
+    box = inbound.extra["box"]
+    assert {k: inbound[k] for k in ("include", "include_dir", "move_sub")} == {
+        "include": "EROFS",
+        "include_dir": "EROFS",
+        "move_sub": "EBUSY",
+    }
+    assert (box.root / "sub" / "local.rules").read_text() == ""
+    assert list((box.root / "conf.d").iterdir()) == []
+    # the pair: a directory on the way to no rule file moves
+    assert inbound["move_other"] == "ok" and (box.root / "other-moved").is_dir()
 
 
 def test_in_rule_listener_is_reachable_from_the_host(inbound: Report) -> None:

@@ -100,7 +100,7 @@ def test_unknown_provider_is_an_error_with_a_suggestion(rules):
     problem = rules.problem("bwarp.share-net=true\n")
     assert problem.message == (
         "unknown provider key 'bwarp.share-net' (did you mean 'bwrap'?): provider keys start with "
-        "bwrap., unshare., firejail., qemu."
+        "landlock., bwrap., unshare., firejail., qemu."
     )
 
 
@@ -108,7 +108,7 @@ def test_unknown_key_of_a_known_provider_is_an_error_listing_its_keys(rules):
     problem = rules.problem("bwrap.sharenet=true\n")
     assert problem.message == (
         "unknown key 'bwrap.sharenet' (did you mean 'bwrap.share-net'?); bwrap knows "
-        "bwrap.share-net, bwrap.unshare-net, bwrap.hostname"
+        "bwrap.share-net, bwrap.unshare-net, bwrap.hostname, bwrap.unix-sockets"
     )
 
 
@@ -119,8 +119,8 @@ def test_unknown_key_of_every_provider_is_an_error(rules):
 
 
 def test_provider_key_of_a_provider_without_keys_is_an_error(rules):
-    problem = rules.problem("landlock.strict=true\n")
-    assert problem.message.startswith("unknown provider key 'landlock.strict'")
+    problem = rules.problem("subprocess.strict=true\n")
+    assert problem.message.startswith("unknown provider key 'subprocess.strict'")
 
 
 @pytest.mark.parametrize(

@@ -12,6 +12,7 @@ from __future__ import annotations
 import contextlib
 import os
 import sys
+from _collections_abc import Mapping as _MappingABC  # loaded by os (collections.abc costs ~1 ms)
 
 from ._frames import strip_own_frames
 from ._log import debug, debug_enabled
@@ -24,7 +25,7 @@ from .rules.policy import Policy
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from collections.abc import Mapping
-    from typing import Any
+    from typing import Any, ClassVar
 
 _LOGGER = "pysandboxes.complete"
 _exec = exec  # the real one: the guards replace builtins.exec when dynamic code is denied
@@ -91,15 +92,60 @@ def rule_file_for(command: CommandLine, cwd: str) -> str:
 def load(command: CommandLine, environ: Mapping[str, str], cwd: str) -> Policy:
     from .rules.origin import set_display_home
 
-    set_display_home(environ.get("HOME"))
+    reads = _Reads(environ)
+    set_display_home(reads.get("HOME"))
     path = rule_file_for(command, cwd)
     rules = list(command.rules)
     if command.learn_requested or command.learn_file:
         rules.append(("learn", command.learn_file or path))
-    policy = load_policy(path, extra_rules=rules, environ=environ, cwd=cwd, missing_file="learn")
+    policy = load_policy(path, extra_rules=rules, environ=reads, cwd=cwd, missing_file="learn")
+    _Loaded.environ = reads.needed(policy)
     if policy.net.hostnames:
         policy = policy.pin_hostnames(_resolve)
     return policy
+
+
+class _Loaded:
+    #: the host variables :func:`load` read (the rule files' ``${…}``, HOME): all that a fresh
+    #: interpreter needs to load the same rules. The rest of the host's environment never
+    #: reaches it, so that no copy of it exists in the program's memory.
+    environ: ClassVar[dict[str, str]] = {}
+
+
+class _Reads(_MappingABC):  # type: ignore[type-arg]
+    """The host environment, recording which variables the rule loader reads."""
+
+    def __init__(self, environ: Mapping[str, str]) -> None:
+        self._environ = environ
+        self._read: set[str] = set()
+
+    def __getitem__(self, name: str) -> str:
+        self._read.add(name)
+        return self._environ[name]
+
+    def get(self, name: str, default: Any = None) -> Any:
+        self._read.add(name)
+        return self._environ.get(name, default)
+
+    def __contains__(self, name: object) -> bool:
+        self._read.add(str(name))
+        return name in self._environ
+
+    def __iter__(self) -> Any:  # names only: an env= pattern matches names, then reads values
+        return iter(self._environ)
+
+    def __len__(self) -> int:
+        return len(self._environ)
+
+    def needed(self, policy: Policy) -> dict[str, str]:
+        """What loading again needs: the variables read, and the names an ``env=`` pattern
+        gave a value of its own (``env=LC_*=C``: the name must exist, its value is not used)."""
+        environ = self._environ
+        needed = {name: environ[name] for name in self._read if name in environ}
+        for name in policy.environment:
+            if name in environ and name not in needed:
+                needed[name] = ""
+        return needed
 
 
 def _resolve(name: str) -> list[str]:
@@ -488,8 +534,13 @@ def _apply_environment(policy: Policy, *, keep_host: bool = False) -> None:
         if name not in wanted:
             del os.environ[name]
     for name, value in wanted.items():
-        if os.environ.get(name) != value:
-            os.environ[name] = value
+        # every value put again: the C environment must not point into the block replaced below
+        os.environ[name] = value
+    from ._environ_block import replace
+
+    # /proc/self/environ: the variables the process started with (a launcher's, the
+    # interpreter's configuration, or the host's whole environment) become these
+    replace(os.environ)
 
 
 # -- a fresh interpreter ---------------------------------------------------------------------
@@ -498,8 +549,9 @@ def _apply_environment(policy: Policy, *, keep_host: bool = False) -> None:
 def exec_fresh_interpreter(
     argv: list[str], command: CommandLine, policy: Policy, cwd: str, *, ipython: bool = False
 ) -> None:
-    """Replace this process with ``python [options] -c BOOT``, handing over argv and env."""
-    fd = _handoff({"argv": argv, "environ": dict(os.environ), "cwd": cwd, "ipython": ipython})
+    """Replace this process with ``python [options] -c BOOT``, handing over argv and the host
+    variables the rules read."""
+    fd = _handoff({"argv": argv, "environ": _handoff_environ(policy), "cwd": cwd, "ipython": ipython})
     # The interpreter starts with what configures it on the host, as python would (PYTHON*,
     # the locale); the program then sees only the env= result (see run()).
     if policy.learning:  # learning: the host's environment (see run())
@@ -510,6 +562,12 @@ def exec_fresh_interpreter(
     sys.stdout.flush()
     sys.stderr.flush()
     os.execve(sys.executable, [sys.executable, *_fresh_interpreter_args(command)], environment)
+
+
+def _handoff_environ(policy: Policy) -> dict[str, str]:
+    """The host variables a fresh interpreter is handed to load the rules again: those the
+    rules read (see :class:`_Loaded`); under learning, all of them (the program sees them)."""
+    return dict(os.environ) if policy.learning else dict(_Loaded.environ)
 
 
 def _handoff(payload: dict[str, Any]) -> int:
@@ -548,22 +606,23 @@ def _program_files(command: CommandLine, cwd: str) -> list[str]:
     return []
 
 
-def run_unshare_in_process(command: CommandLine, policy: Policy, cwd: str, *, ipython: bool = False) -> int:
-    """``os-sandbox=unshare`` in this interpreter (no exec): a supervising parent stays
-    outside (signals, limits, the network broker); the child makes the namespaces, builds the
-    view (see ``providers/unshare_setup.py``) and runs the program as PID 2 of its namespace,
-    with everything read and compiled before: one interpreter, like landlock."""
-    from .providers.namespaces import Inside, sandbox_view, seccomp_fd, start_forwarder
+def run_unshare_in_process(
+    argv: list[str], command: CommandLine, policy: Policy, cwd: str, *, ipython: bool = False
+) -> int:
+    """``os-sandbox=unshare`` without util-linux ``unshare``: a supervising parent stays outside
+    (signals, limits, the network broker); the child makes the namespaces and builds the view
+    itself (see ``providers/unshare_setup.py``); the namespace's PID 1, a fork of this process,
+    is made non-dumpable (nothing inside can read its memory, which held the host's whole
+    environment); PID 2 replaces itself with the program's fresh interpreter, started with the
+    interpreter's configuration and the ``env=`` result only."""
+    from .providers.namespaces import STATUS_ENV, sandbox_view, seccomp_fd, unix_sockets
     from .providers.unshare_setup import enter_in_process
-    from .supervise import supervise
+    from .supervise import status_pipe, supervise
 
-    program = Program(command, cwd, ipython=ipython)
-    view, network = sandbox_view(policy, "unshare", program.program_files, cwd, start_broker=False)
-    filter_fd = seccomp_fd()
+    view, network = sandbox_view(policy, "unshare", _program_files(command, cwd), cwd, start_broker=False)
+    filter_fd = seccomp_fd(unix_sockets=unix_sockets(policy, "unshare"))
     sys.stdout.flush()
     sys.stderr.flush()
-    from .supervise import status_pipe
-
     status_r, status_w = status_pipe()
     try:
         status = supervise(limits_of(policy), on_parent=network.start, relays_exit=True, status_fd=status_r)
@@ -575,13 +634,23 @@ def run_unshare_in_process(command: CommandLine, policy: Policy, cwd: str, *, ip
         os.close(filter_fd)
         os.close(status_w)
         return status
-    Inside.status_fd = status_w
-    os.set_inheritable(status_w, False)
     network.give_up_host_end()
-    Inside.broker_fd, network.fd = network.fd, None
-    enter_in_process(view, filter_fd)  # returns in the program's process, inside
-    policy = start_forwarder(policy, "unshare")
-    return report_status(run(command, policy, "unshare", program), Inside)
+    handoff = _handoff(
+        {
+            "argv": argv,
+            "environ": _handoff_environ(policy),
+            "cwd": cwd,
+            "ipython": ipython,
+            "inside": "unshare",
+        }
+    )
+    environment = _interpreter_environment(policy)
+    environment.update(network.env)
+    environment[STATUS_ENV] = str(status_w)
+    environment[_HANDOFF_ENV] = str(handoff)
+    enter_in_process(view, filter_fd)  # returns in PID 2, inside
+    os.execve(sys.executable, [sys.executable, *_fresh_interpreter_args(command)], environment)
+    raise AssertionError("unreachable")  # execve returns only by raising
 
 
 def report_status(status: int, inside: Any) -> int:
@@ -613,21 +682,32 @@ def _interpreter_environment(policy: Policy) -> dict[str, str]:
 def run_in_namespaces(
     argv: list[str], command: CommandLine, policy: Policy, provider: str, cwd: str, *, ipython: bool = False
 ) -> int:
-    """``os-sandbox=bwrap|unshare``: start a fresh interpreter inside new namespaces (see
-    ``providers/namespaces.py``) and supervise it from outside: signals, limits, exit status."""
+    """``os-sandbox=bwrap|unshare|firejail|qemu``: start a fresh interpreter inside new
+    namespaces (see ``providers/namespaces.py``) and supervise it from outside: signals, limits,
+    exit status."""
+    if provider == "unshare":
+        return run_unshare_in_process(argv, command, policy, cwd, ipython=ipython)
     from .providers.namespaces import launcher, sandbox_view
     from .supervise import supervise
 
     # the broker: before the fork, its threads stay here
     view, network = sandbox_view(policy, provider, _program_files(command, cwd), cwd)
     handoff = _handoff(
-        {"argv": argv, "environ": dict(os.environ), "cwd": cwd, "ipython": ipython, "inside": provider}
+        {
+            "argv": argv,
+            "environ": _handoff_environ(policy),
+            "cwd": cwd,
+            "ipython": ipython,
+            "inside": provider,
+        }
     )
     info_r, info_w = os.pipe()
     os.set_inheritable(info_w, True)
     environment = _interpreter_environment(policy)
+    # own_init: bwrap makes the interpreter PID 1 (--as-pid-1), which forks the program off and
+    # stays a non-dumpable init (resume()): bwrap's own PID 1 would show its environment inside
     start, fds, extra, informs = launcher(
-        view, policy, provider, network, info_fd=info_w, limits=limits_of(policy)
+        view, policy, provider, network, info_fd=info_w, limits=limits_of(policy), own_init=True
     )
     environment.update(extra)
     if not informs:  # nobody writes it: the supervisor signals the launcher, which passes them on
@@ -667,12 +747,13 @@ def resume() -> int:
     """The fresh interpreter's side of :func:`exec_fresh_interpreter`."""
     import json
 
-    from .providers.unshare_setup import enter_if_asked
-
-    enter_if_asked()  # os-sandbox=unshare: build the sandbox's view before anything else
     from .providers.namespaces import Inside
 
     Inside.take()
+    if os.getpid() == 1:  # bwrap --as-pid-1: the namespace's init is ours (see become_init)
+        from .providers.unshare_setup import become_init
+
+        become_init()
     from . import guards  # noqa: F401 - everything this process needs, imported before the path goes
     from .cli import python_sb  # noqa: F401
     from .providers import landlock  # noqa: F401

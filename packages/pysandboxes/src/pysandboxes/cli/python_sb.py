@@ -63,8 +63,6 @@ def main(
         else:
             provider = complete.LEARNING if policy.learning else providers.require(policy)
         if not fresh and provider in complete.NAMESPACE_PROVIDERS:
-            if provider == "unshare" and not complete.needs_fresh_interpreter(command, policy, provider):
-                return complete.run_unshare_in_process(command, policy, here, ipython=ipython)
             return complete.run_in_namespaces(args, command, policy, provider, here, ipython=ipython)
         limits = complete.limits_of(policy)
         if not fresh and limits.supervised():

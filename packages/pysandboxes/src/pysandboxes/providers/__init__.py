@@ -19,10 +19,12 @@ LAUNCHED = ("bwrap", "unshare", "firejail", "qemu")
 
 
 def default_provider() -> str:
-    """``landlock`` where the kernel filters TCP ports (ABI >= 4), ``subprocess`` elsewhere."""
+    """``landlock`` where the kernel filters TCP ports (ABI >= 4) and the seccomp filter that
+    completes it is built for the machine, ``subprocess`` elsewhere."""
     from .landlock_abi import landlock_abi
+    from .seccomp import landlock_unsupported
 
-    return "landlock" if landlock_abi() >= 4 else "subprocess"
+    return "landlock" if landlock_abi() >= 4 and landlock_unsupported() is None else "subprocess"
 
 
 def chosen(policy: Policy) -> tuple[str, str]:

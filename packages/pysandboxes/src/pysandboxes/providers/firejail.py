@@ -60,18 +60,46 @@ def _restricted_network() -> bool:
     return False
 
 
-def hidden(view: View) -> list[str]:
-    """The entries to blacklist: everything not on the way to what the view shows."""
+#: hidden through a pattern firejail expands itself, never entry by entry: their entries come
+#: and go while the sandbox starts (pid files, sockets), and a name that vanishes between the
+#: profile and firejail's mount stops firejail ("disable_file: No such file or directory")
+_GLOBBED = ("/run",)
+
+
+def _whitelisted() -> tuple[str, ...]:
+    """Directories where other processes make and remove entries at any time (the temporary
+    directory, the user's home): what the view shows there is ``whitelist``-ed (firejail mounts
+    a tmpfs on it and binds those paths back), so no other entry is named, and none made later
+    (another program's secret written after the start) is seen."""
+    roots = ["/tmp"]
+    try:
+        import pwd
+
+        home = os.path.realpath(pwd.getpwuid(os.getuid()).pw_dir)
+    except (ImportError, KeyError, OSError):
+        home = ""
+    if home not in ("", "/") and not home.startswith(("/tmp/", *(d + "/" for d in _MANAGED))):
+        roots.append(home)
+    return tuple(roots)
+
+
+def hiding(view: View) -> list[str]:
+    """The profile lines that hide what the view does not show: ``blacklist`` for the entries
+    not on the way to it (names that stay: system directories, the top level), ``whitelist``
+    for what it shows in the directories of :func:`_whitelisted`, a pattern for /run."""
     visible = {os.path.realpath(p) for p in (*view.read_dirs, *view.read_files, *view.write_dirs, *SHELL)}
     visible.add(os.path.realpath(view.cwd))
     visible.update(p for p in _KEEP if os.path.exists(p))
+    if view.hosts_file is not None:
+        visible.add(os.path.realpath(view.hosts_file))
     ancestors: set[str] = set()
     for path in visible:
         probe = path
         while probe != "/":
             probe = os.path.dirname(probe)
             ancestors.add(probe)
-    out: list[str] = []
+    whitelisted = _whitelisted()
+    lines: list[str] = []
 
     def walk(directory: str) -> None:
         try:
@@ -82,13 +110,24 @@ def hidden(view: View) -> list[str]:
             path = os.path.join(directory, name)
             if path in visible or path in _MANAGED or path in _KEEP or os.path.islink(path):
                 continue
-            if path in ancestors:
-                walk(path)
+            if path not in ancestors:
+                lines.append(f"blacklist {path}")
+            elif path in whitelisted:
+                lines.extend(f"whitelist {p}" for p in sorted(visible) if _beneath(p, path))
+            elif path in _GLOBBED:
+                lines.extend(
+                    f"noblacklist {p}" for p in sorted(visible | ancestors) if os.path.dirname(p) == path
+                )
+                lines.append(f"blacklist {path}/*")
             else:
-                out.append(path)
+                walk(path)
 
     walk("/")
-    return out
+    return lines
+
+
+def _beneath(path: str, root: str) -> bool:
+    return path == root or path.startswith(root.rstrip("/") + "/")
 
 
 def firejail_argv(view: View, options: Mapping[str, object]) -> tuple[list[str], int]:
@@ -116,6 +155,7 @@ def firejail_argv(view: View, options: Mapping[str, object]) -> tuple[list[str],
         "nonewprivs",
         "nogroups",
         "restrict-namespaces",
+        "ipc-namespace",  # the host's System V segments and queues stay out of reach
         "private-dev",
         f"hostname {view.hostname}",
     ]
@@ -139,17 +179,21 @@ def firejail_argv(view: View, options: Mapping[str, object]) -> tuple[list[str],
         value = options.get(key)
         if value is not None:
             lines.append(f"{key} {value}")
-    for entry in (*hidden(view), *view.masked_files, *view.masked_dirs):
-        if any(c in entry for c in "\n\r"):
-            raise ProviderError(f"os-sandbox=firejail cannot hide {entry!r}: its name holds a line break")
-        lines.append(f"blacklist {entry}")
+    hide = [*hiding(view), *(f"blacklist {entry}" for entry in (*view.masked_files, *view.masked_dirs))]
+    for line in hide:
+        if any(c in line for c in "\n\r"):
+            raise ProviderError(
+                f"os-sandbox=firejail cannot hide {line.split(' ', 1)[1]!r}: its name holds a line break"
+            )
+    lines += hide
     lines += [
         f"read-only {p}" for p in sorted({*view.read_dirs, *view.read_files, *map(os.path.realpath, SHELL)})
     ]
     if view.cwd not in view.write_dirs:
         lines.append(f"read-only {view.cwd}")
     lines += [f"read-write {p}" for p in sorted(set(view.write_dirs))]
-    lines += [f"read-only {p}" for p in view.protected]
+    for p, writable in view.rebound:  # parents first; read-only then read-write: a mount point
+        lines += [f"read-only {p}", f"read-write {p}"] if writable else [f"read-only {p}"]
     if view.hosts_file is not None:
         lines.append(f"hosts-file {view.hosts_file}")
     fd = os.memfd_create("pysandboxes-firejail-profile", 0)

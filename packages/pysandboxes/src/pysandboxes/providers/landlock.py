@@ -23,6 +23,10 @@ What the kernel confines
     * Signals and abstract UNIX sockets (ABI >= 6): the process cannot signal, nor connect to
       an abstract UNIX socket of, a process outside its Landlock domain (the caller, the
       desktop session, ...). Its own children share the domain and stay reachable.
+    * What Landlock does not see, by a seccomp filter installed with it (``seccomp.py``): no
+      UNIX socket can be created unless ``landlock.unix-sockets=true``; no socket of a protocol
+      its TCP port rules miss (MPTCP, SCTP, ICMP, UDP-Lite) or of another family (vsock,
+      packet...); no io_uring, ``pidfd_getfd``, ``ptrace``/``process_vm_readv``, System V IPC.
 
 What the kernel does not confine (the Python layer decides there, native code is not held)
     * Metadata: ``stat``, ``lstat``, ``readlink``, ``access`` and path walking are not Landlock
@@ -41,7 +45,9 @@ What the kernel does not confine (the Python layer decides there, native code is
     * ``ignore=`` rules and the protection of the rule files: Landlock rights add up along a
       path and cannot subtract, so a file inside an ``expose-rw=`` directory is writable by
       native code even when the Python layer refuses it (:attr:`LandlockPlan.notes` says so).
-    * Named UNIX sockets: connecting to a socket file is not a Landlock file access.
+    * Named UNIX sockets, once ``landlock.unix-sockets=true`` lets the program create UNIX
+      sockets: connecting to a socket file is not a Landlock file access, so every socket this
+      user may write to is reachable.
     * File descriptors opened before :func:`confine` keep their rights (stdin/stdout, the
       partial-mode channel).
 
@@ -176,6 +182,11 @@ def available() -> str | None:
             f"Landlock system call numbers are not known for the {machine} architecture; "
             "use os-sandbox=subprocess (no OS boundary) until the bwrap and unshare providers arrive"
         )
+    from .seccomp import landlock_unsupported
+
+    unsupported = landlock_unsupported()
+    if unsupported is not None:
+        return f"{unsupported}; use os-sandbox=subprocess (no OS boundary)"
     abi = landlock_abi()
     if abi == 0:
         return _why_no_landlock()
@@ -233,10 +244,11 @@ class LandlockPlan(Record):
         "notes",
         "read_dirs",
         "read_files",
+        "unix_sockets",
         "write_dirs",
         "write_files",
     )
-    _defaults: ClassVar[dict[str, Any]] = {"notes": ()}
+    _defaults: ClassVar[dict[str, Any]] = {"notes": (), "unix_sockets": False}
     #: directories whose files may be read and executed
     read_dirs: tuple[str, ...]
     #: single files that may be read
@@ -251,6 +263,9 @@ class LandlockPlan(Record):
     connect_ports: tuple[int, ...] | None
     #: where the kernel grants more than the Python layer (for the debug log and `check`)
     notes: tuple[str, ...]
+    #: ``landlock.unix-sockets=true``: socket(AF_UNIX) allowed (Landlock cannot tell which
+    #: named socket it then reaches); else refused by the seccomp filter (see seccomp.py)
+    unix_sockets: bool
 
     def describe(self) -> list[str]:
         """One line per grant, for the debug log."""
@@ -265,6 +280,13 @@ class LandlockPlan(Record):
                 lines.append(f"landlock tcp {what}: every port refused")
             else:
                 lines.append(f"landlock tcp {what}: ports {_ranges(ports)}")
+        if self.unix_sockets:
+            lines.append(
+                "landlock unix sockets: allowed (landlock.unix-sockets=true): native code can reach every "
+                "named UNIX socket this user may write to"
+            )
+        else:
+            lines.append("landlock unix sockets: refused (seccomp)")
         lines += [f"landlock note: {n}" for n in self.notes]
         return lines
 
@@ -360,6 +382,7 @@ def plan_for(policy: Policy, *, program_files: Sequence[str] = ()) -> LandlockPl
         bind_ports=_tcp_ports(policy, "in"),
         connect_ports=_tcp_ports(policy, "out"),
         notes=tuple(notes),
+        unix_sockets=bool(policy.options_for("landlock").get("unix-sockets")),
     )
 
 
@@ -587,6 +610,12 @@ def confine(plan: LandlockPlan) -> None:
             raise fail("landlock_restrict_self")
     finally:
         os.close(ruleset)
+    from .seccomp import install, landlock_filter
+
+    try:  # what Landlock does not see: UNIX sockets, other protocols, io_uring, SysV IPC
+        install(libc, landlock_filter(unix_sockets=plan.unix_sockets))
+    except OSError as exc:
+        raise ProviderError(f"landlock: installing the seccomp filter failed: {exc}") from None
 
 
 def _is_dir(fd: int) -> bool:

@@ -12,7 +12,7 @@ Both build the same sandbox:
   inside writable directories are bound read-only again; files and directories matched by
   ``ignore=`` are masked (replaced by an empty file or directory);
 * every capability dropped, ``no_new_privs``, and a seccomp filter that refuses the system calls a
-  sandboxed Python program never needs (see :data:`DENIED_SYSCALLS`);
+  sandboxed Python program never needs and the sockets no rule can judge (see ``seccomp.py``);
 * no network but the sandbox's own loopback, unless ``net=`` rules allow destinations (the
   network broker of ``netbroker.py`` then forwards exactly those).
 
@@ -24,7 +24,6 @@ from __future__ import annotations
 
 import contextlib
 import os
-import struct
 import sys
 
 from ..errors import ProviderError
@@ -35,103 +34,6 @@ if TYPE_CHECKING:
     from typing import Any
 
     from ..rules.policy import Policy
-
-#: x86_64 system calls refused with EPERM: namespace and mount changes, tracing, kernel keyrings,
-#: BPF, kernel modules, reboot and clock changes, raw I/O ports, handles that cross mounts,
-#: cross-process memory access, and the new mount API.
-DENIED_SYSCALLS: dict[str, int] = {
-    "ptrace": 101,
-    "syslog": 103,
-    "acct": 163,
-    "settimeofday": 164,
-    "mount": 165,
-    "umount2": 166,
-    "swapon": 167,
-    "swapoff": 168,
-    "reboot": 169,
-    "sethostname": 170,
-    "setdomainname": 171,
-    "iopl": 172,
-    "ioperm": 173,
-    "init_module": 175,
-    "delete_module": 176,
-    "quotactl": 179,
-    "pivot_root": 155,
-    "adjtimex": 159,
-    "chroot": 161,
-    "lookup_dcookie": 212,
-    "clock_settime": 227,
-    "kexec_load": 246,
-    "add_key": 248,
-    "request_key": 249,
-    "keyctl": 250,
-    "unshare": 272,
-    "perf_event_open": 298,
-    "name_to_handle_at": 303,
-    "open_by_handle_at": 304,
-    "setns": 308,
-    "process_vm_readv": 310,
-    "process_vm_writev": 311,
-    "finit_module": 313,
-    "kexec_file_load": 320,
-    "bpf": 321,
-    "userfaultfd": 323,
-    "open_tree": 428,
-    "move_mount": 429,
-    "fsopen": 430,
-    "fsconfig": 431,
-    "fsmount": 432,
-    "fspick": 433,
-    "mount_setattr": 442,
-}
-#: clone() with a namespace flag, and clone3() (ENOSYS: the C library falls back to clone)
-_CLONE = 56
-_CLONE3 = 435
-_NAMESPACE_FLAGS = 0x7E020000  # NEWNS | NEWCGROUP | NEWUTS | NEWIPC | NEWUSER | NEWPID | NEWNET
-_IOCTL = 16
-_TIOCSTI = 0x5412  # push characters into the terminal's input
-
-
-def seccomp_filter() -> bytes:
-    """The classic-BPF program (``struct sock_filter[]``) of the seccomp filter, x86_64 only."""
-    machine = os.uname().machine
-    if machine not in ("x86_64", "amd64"):
-        raise ProviderError(f"the seccomp filter of this version is built for x86_64 only, not {machine}")
-    # BPF opcodes
-    ld_w_abs, jeq, jset, ret = 0x20, 0x15, 0x45, 0x06
-    allow, kill = 0x7FFF0000, 0x80000000
-    errno_eperm, errno_enosys = 0x00050000 | 1, 0x00050000 | 38
-    audit_arch_x86_64 = 0xC000003E
-    program: list[tuple[int, int, int, int]] = []
-
-    def op(code: int, jt: int, jf: int, k: int) -> None:
-        program.append((code, jt, jf, k))
-
-    op(ld_w_abs, 0, 0, 4)  # seccomp_data.arch
-    op(jeq, 1, 0, audit_arch_x86_64)
-    op(ret, 0, 0, kill)  # another ABI (x32, i386 via int 0x80): refused whole
-    op(ld_w_abs, 0, 0, 0)  # seccomp_data.nr
-    op(0x35, 0, 1, 0x40000000)  # jge: the x32 bit set on an x86_64 arch: refused
-    op(ret, 0, 0, kill)
-    for number in sorted(DENIED_SYSCALLS.values()):
-        op(jeq, 0, 1, number)
-        op(ret, 0, 0, errno_eperm)
-    op(jeq, 0, 1, _CLONE3)
-    op(ret, 0, 0, errno_enosys)
-    # clone(flags, ...): flags is args[0], its low 32 bits at offset 16
-    op(jeq, 0, 4, _CLONE)
-    op(ld_w_abs, 0, 0, 16)
-    op(jset, 0, 1, _NAMESPACE_FLAGS)
-    op(ret, 0, 0, errno_eperm)
-    op(ret, 0, 0, allow)
-    # ioctl(fd, TIOCSTI, ...): request is args[1], low 32 bits at offset 24
-    op(jeq, 0, 3, _IOCTL)
-    op(ld_w_abs, 0, 0, 24)
-    op(jeq, 0, 1, _TIOCSTI)
-    op(ret, 0, 0, errno_eperm)
-    op(ret, 0, 0, allow)
-    return b"".join(struct.pack("=HBBI", *instruction) for instruction in program)
-
 
 # -- availability -------------------------------------------------------------------------------
 
@@ -197,7 +99,11 @@ class View:
         self.read_dirs: list[str] = []
         self.read_files: list[str] = []
         self.write_dirs: list[str] = []
-        self.protected: list[str] = []  # files inside writable binds, bound read-only again
+        #: paths inside writable binds bound again, ``(path, writable)``, bound in path order
+        #: (parents first) after the writable binds: rule files read-only, the directories on the
+        #: way to them onto themselves (a mount point cannot be renamed nor removed: EBUSY), the
+        #: exposures nested in a writable one with their own mode (see :func:`_protect`)
+        self.rebound: list[tuple[str, bool]] = []
         self.masked_files: list[str] = []
         self.masked_dirs: list[str] = []
         self.symlinks: list[tuple[str, str]] = []  # (target, link) of the host's top-level links
@@ -242,12 +148,69 @@ def view_for(policy: Policy, program_files: Sequence[str], cwd: str, provider: s
     # the rule files: the sandboxed interpreter loads the same rules (read-only, like any file
     # of the configuration)
     view.read_files += [os.path.realpath(f) for f in policy.files if os.path.isfile(f)]
-    for protected in sorted(policy.files_policy.protected):
-        if os.path.isfile(protected) and any(_beneath(protected, w) for w in view.write_dirs):
-            view.protected.append(protected)
+    _protect(policy, view)
     _masks(policy, view)
     view.cwd = os.path.realpath(cwd)
     return view
+
+
+def _protect(policy: Policy, view: View) -> None:
+    """What lies inside a writable bind and must not be written there: the exposures nested in
+    it (``expose-ro=data`` in ``expose-rw=.``: read-only for native code too, as the Python layer
+    says; a writable one nested again in that, writable), and the rule files, includes (present
+    or not) and learn output: the program can neither write them, nor replace them, nor move the
+    directories that lead to them (docs/providers.md, "Rule files inside expose-rw= directories").
+
+    * an existing one is bound read-only again (a mount point: no write, no rename, no unlink);
+    * an absent one gets a placeholder first, created on the host: an empty file when only the
+      file is missing (an empty include adds no rule, as an absent ``include-optional``), else the
+      first missing directory, empty, bound read-only (nothing can be created beneath it). A
+      placeholder stays after the run: removing it would lift the binds of a run still going;
+    * every directory between the writable bind and it is bound onto itself (still writable)."""
+    rebound: dict[str, bool] = {}
+    roots = list(view.write_dirs)
+    for exposure in policy.files_policy.exposures:
+        nested = exposure.path not in roots and any(_beneath(exposure.path, w) for w in roots)
+        if nested and os.path.exists(exposure.path):
+            rebound[exposure.path] = exposure.writable
+    writable = {**dict.fromkeys(roots, True), **rebound}  # every exposure in a writable bind
+    for path in sorted(policy.files_policy.protected):
+        holders = [w for w in writable if _beneath(path, w) and path != w]
+        if not holders or not writable[max(holders, key=len)]:
+            continue  # outside the writable binds, or in a read-only exposure there: not writable
+        holder = max(holders, key=len)
+        probe = holder
+        for name in os.path.relpath(path, holder).split(os.sep):
+            probe = os.path.join(probe, name)
+            if os.path.islink(probe):
+                break  # its target is protected on its own (the real path is in the set)
+            if not os.path.lexists(probe):
+                if _placeholder(probe, last=probe == path):
+                    rebound[probe] = False
+                break
+            if probe != path and os.path.isdir(probe):
+                rebound[probe] = True
+                continue
+            # the file itself, or a file where a directory of the path should be: bound read-only
+            rebound[probe] = False
+            break
+    view.rebound = sorted(rebound.items())
+
+
+def _placeholder(path: str, *, last: bool) -> bool:
+    """Create ``path`` (an empty file when ``last``, else an empty directory); False when it
+    cannot be made (then nothing below can be protected: the run goes on, as for a rule file
+    outside the writable binds)."""
+    try:
+        if last:
+            os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o644))
+        else:
+            os.mkdir(path, 0o755)
+    except FileExistsError:
+        return True
+    except OSError:
+        return False
+    return True
 
 
 def _masks(policy: Policy, view: View) -> None:
@@ -281,7 +244,7 @@ def _beneath(path: str, root: str) -> bool:
 
 
 def bwrap_argv(
-    view: View, *, seccomp_fd: int, info_fd: int | None, hosts_file: str | None = None
+    view: View, *, seccomp_fd: int, info_fd: int | None, hosts_file: str | None = None, own_init: bool = False
 ) -> list[str]:
     """bubblewrap's command line for ``view`` (the program's own argv follows ``--``)."""
     binary = bwrap_binary()
@@ -295,6 +258,7 @@ def bwrap_argv(
         *([] if view.share_net else ["--unshare-net"]),
         "--unshare-uts",
         "--unshare-cgroup-try",
+        *(["--as-pid-1"] if own_init else []),
         "--die-with-parent",
         "--hostname",
         view.hostname,
@@ -316,8 +280,8 @@ def bwrap_argv(
         argv += ["--ro-bind", path, path]
     for path in sorted(set(view.write_dirs)):
         argv += ["--bind", path, path]
-    for path in view.protected:
-        argv += ["--ro-bind", path, path]
+    for path, writable in view.rebound:  # parents first
+        argv += ["--bind" if writable else "--ro-bind", path, path]
     for path in view.masked_dirs:
         argv += ["--tmpfs", path, "--remount-ro", path]
     for path in view.masked_files:
@@ -331,10 +295,18 @@ def bwrap_argv(
     return argv
 
 
-def seccomp_fd() -> int:
+def unix_sockets(policy: Policy, provider: str) -> bool:
+    """``<provider>.unix-sockets=true``: the program may create UNIX sockets (see seccomp.py).
+    A guest of ``qemu`` may always: its sockets are the guest kernel's, none reaches the host."""
+    return provider == "qemu" or bool(policy.options_for(provider).get("unix-sockets"))
+
+
+def seccomp_fd(*, unix_sockets: bool) -> int:
     """A memfd holding the seccomp program, inheritable, positioned at its start."""
+    from .seccomp import namespace_filter
+
     fd = os.memfd_create("pysandboxes-seccomp", 0)
-    os.write(fd, seccomp_filter())
+    os.write(fd, namespace_filter(unix_sockets=unix_sockets))
     os.lseek(fd, 0, os.SEEK_SET)
     os.set_inheritable(fd, True)
     return fd
@@ -504,17 +476,20 @@ def launcher(
     *,
     info_fd: int | None = None,
     limits: Any = None,
+    own_init: bool = False,
 ) -> tuple[list[str], list[int], dict[str, str], bool]:
     """The launcher's command line (the interpreter follows ``--``), the descriptors it must
     inherit (the broker's sandbox end is handed over with them: the caller closes them once
     the launcher runs), the variables to add to its environment, and whether it writes
-    ``info_fd`` (bwrap's ``--info-fd``: the program's pid, for signals)."""
-    filter_fd = seccomp_fd()
+    ``info_fd`` (bwrap's ``--info-fd``: the pid to signal). ``own_init``: under bwrap the
+    interpreter is the PID namespace's process 1 and becomes its init itself
+    (``unshare_setup.become_init``)."""
+    filter_fd = seccomp_fd(unix_sockets=unix_sockets(policy, provider))
     fds = [filter_fd, *([network.fd] if network.fd is not None else [])]
     network.fd = None
     if provider == "bwrap":
         return (
-            bwrap_argv(view, seccomp_fd=filter_fd, info_fd=info_fd),
+            bwrap_argv(view, seccomp_fd=filter_fd, info_fd=info_fd, own_init=own_init),
             fds,
             dict(network.env),
             info_fd is not None,
@@ -527,10 +502,12 @@ def launcher(
         return argv, [*fds[1:], *settings_fds], dict(network.env), False
     if provider == "firejail":
         from .firejail import firejail_argv
+        from .seccomp import shim_argv
 
-        os.close(filter_fd)  # firejail brings its own seccomp filter
+        # firejail brings its own seccomp filter; ours is stacked on it by a shim that runs
+        # first in the sandbox (the caller's "--" that follows is skipped by the shim)
         argv, profile_fd = firejail_argv(view, policy.options_for("firejail"))
-        return argv, [*fds[1:], profile_fd], dict(network.env), False
+        return [*argv, "--", *shim_argv(filter_fd, [])], [*fds, profile_fd], dict(network.env), False
     from .unshare_setup import unshare_argv
 
     argv, extra, view_fd = unshare_argv(view, seccomp_fd=filter_fd, info_fd=info_fd)

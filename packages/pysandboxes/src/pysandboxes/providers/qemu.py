@@ -298,7 +298,12 @@ def cached_dirs(view: View, policy: Policy) -> list[str]:
     # interpreter's own: cacheable
     live = [e.path for e in policy.files_policy.exposures if e.rule is not None or e.writable]
     live += list(view.write_dirs)
-    live += [view.cwd, *view.protected, *view.masked_dirs, *view.masked_files]
+    live += [
+        view.cwd,
+        *(path for path, _writable in view.rebound),
+        *view.masked_dirs,
+        *view.masked_files,
+    ]
     live += [os.path.dirname(os.path.realpath(f)) for f in policy.files]
     candidates = {os.path.realpath(p) for p in _interpreter_paths()}
     candidates |= {os.path.dirname(os.path.realpath(p)) for p in _mapped_files()}

@@ -239,7 +239,8 @@ class Agent:
     def _exec(
         self, run: dict[str, Any], stdio: tuple[int, int, int], targets: list[int], seccomp: bytes
     ) -> None:
-        from .unshare_setup import PR_SET_NO_NEW_PRIVS, _check, _drop_capabilities, _install_seccomp, _libc
+        from .seccomp import install
+        from .unshare_setup import PR_SET_NO_NEW_PRIVS, _check, _drop_capabilities, _libc
 
         os.setsid()
         # the descriptors the program inherits, at the numbers they had on the host
@@ -267,7 +268,7 @@ class Agent:
         libc = _libc()
         _drop_capabilities(libc)
         _check(libc.prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0), "no_new_privs")
-        _install_seccomp(libc, seccomp)
+        install(libc, seccomp)
         os.execve(run["argv"][0], run["argv"], run["env"])
 
 

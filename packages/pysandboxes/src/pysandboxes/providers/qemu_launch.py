@@ -122,8 +122,8 @@ def _assemble(view: dict[str, Any]) -> str:
         bind(path, stage + path, readonly=True)
     for path in view["write_dirs"]:
         bind(path, stage + path, readonly=False)
-    for path in view["protected"]:
-        bind(path, stage + path, readonly=True)
+    for path, writable in view["rebound"]:  # QEMU's renameat of a mount point: EBUSY, as elsewhere
+        bind(path, stage + path, readonly=not writable)
     for path in view["masked_dirs"]:
         os.makedirs(stage + path, exist_ok=True)
         mount("tmpfs", stage + path, "tmpfs", MS_NOSUID | MS_NODEV | MS_RDONLY, "mode=0755")

@@ -35,9 +35,8 @@ MS_REC = 16384
 MS_PRIVATE = 1 << 18
 MNT_DETACH = 2
 PR_SET_NO_NEW_PRIVS = 38
-PR_SET_SECCOMP = 22
+PR_SET_DUMPABLE = 4
 PR_CAPBSET_DROP = 24
-SECCOMP_MODE_FILTER = 2
 _DEVICES = ("null", "zero", "full", "random", "urandom", "tty")
 
 
@@ -84,7 +83,7 @@ def view_data(view: View, seccomp_fd: int) -> dict[str, Any]:
         "read_dirs": sorted(set(view.read_dirs)),
         "read_files": sorted(set(view.read_files)),
         "write_dirs": sorted(set(view.write_dirs)),
-        "protected": view.protected,
+        "rebound": view.rebound,
         "masked_dirs": view.masked_dirs,
         "masked_files": view.masked_files,
         "symlinks": view.symlinks,
@@ -107,10 +106,11 @@ CLONE_NEWNET = 0x40000000
 
 
 def enter_in_process(view: View, seccomp_fd: int) -> None:
-    """``os-sandbox=unshare`` without a second interpreter: this (single-threaded) process
+    """``os-sandbox=unshare`` without util-linux ``unshare``: this (single-threaded) process
     makes the namespaces itself, forks the namespace's init, which builds the view and forks
-    the process that goes on to run the program (returns there, as PID 2). The processes
-    above it wait and exit as the program did; they never return."""
+    the process that goes on (returns there, as PID 2: the caller then starts the program's
+    fresh interpreter). The processes above it wait and exit as the program did; they never
+    return."""
     import signal
 
     libc = _libc()
@@ -128,7 +128,7 @@ def enter_in_process(view: View, seccomp_fd: int) -> None:
         _enter(view_data(view, seccomp_fd))
     except OSError as exc:
         raise ProviderError(f"os-sandbox=unshare cannot build the sandbox: {exc}") from None
-    _become_init()
+    become_init()
     signal.signal(signal.SIGINT, signal.default_int_handler)
     signal.signal(signal.SIGQUIT, signal.SIG_DFL)
 
@@ -177,19 +177,30 @@ def enter_if_asked() -> None:
         _enter(data)
     except OSError as exc:
         raise ProviderError(f"os-sandbox=unshare cannot build the sandbox: {exc}") from None
-    _become_init()
+    become_init()
 
 
-def _become_init() -> None:
+def become_init() -> None:
     """This process is PID 1 of the new PID namespace, which ignores every signal it has no
     handler for (SIGTERM included). So fork: the child goes on and runs the program as PID 2;
     this process stays PID 1, reaps orphans, passes SIGTERM, SIGHUP, SIGUSR1 and SIGUSR2 on
     (SIGINT and SIGQUIT come from the terminal to the program itself) and exits as the program
-    did."""
+    did.
+
+    PID 1 is made non-dumpable first: the program (same user, no capability) can then neither
+    read its memory (``/proc/1/mem``), nor its environment block (``/proc/1/environ``), nor
+    trace it. Under ``os-sandbox=unshare`` it is a fork of python-sb, which held the host's
+    whole environment. The child is made dumpable again (its own ``/proc/self`` stays its)."""
     import signal
 
+    from .._native import C
+
+    c = C()
+    if c.prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) != 0:
+        raise ProviderError("the sandbox's init cannot be made non-dumpable (prctl PR_SET_DUMPABLE)")
     pid = os.fork()
     if pid == 0:
+        c.prctl(PR_SET_DUMPABLE, 1, 0, 0, 0)
         return
     for number in (signal.SIGINT, signal.SIGQUIT):
         signal.signal(number, signal.SIG_IGN)
@@ -286,8 +297,8 @@ def _enter(data: dict[str, Any]) -> None:
         bind(old + path, new + path, readonly=True)
     for path in data["write_dirs"]:
         bind(old + path, new + path, readonly=False)
-    for path in data["protected"]:
-        bind(old + path, new + path, readonly=True)
+    for path, writable in data["rebound"]:
+        bind(old + path, new + path, readonly=not writable)
     for path in data["masked_dirs"]:
         os.makedirs(new + path, exist_ok=True)
         mount("tmpfs", new + path, "tmpfs", MS_NOSUID | MS_NODEV | MS_RDONLY, "mode=0755")
@@ -357,17 +368,7 @@ def _drop_capabilities(libc: Any) -> None:
 
 
 def _seccomp(libc: Any, fd: int) -> None:
+    from .seccomp import install
+
     with os.fdopen(fd, "rb") as f:
-        _install_seccomp(libc, f.read())
-
-
-def _install_seccomp(libc: Any, program: bytes) -> None:
-    """Install the BPF ``program`` (``seccomp_filter()``'s bytes) on this thread's process."""
-    import ctypes
-
-    class SockFprog(ctypes.Structure):
-        _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
-
-    buffer = ctypes.create_string_buffer(program, len(program))
-    prog = SockFprog(len(program) // 8, ctypes.cast(buffer, ctypes.c_void_p))
-    _check(libc.prctl(PR_SET_SECCOMP, SECCOMP_MODE_FILTER, ctypes.byref(prog), 0, 0), "seccomp filter")
+        install(libc, f.read())

@@ -71,18 +71,28 @@ def _keys(*keys: ProviderKey) -> MappingProxyType[str, ProviderKey]:
     return MappingProxyType({k.name: k for k in keys})
 
 
+#: the kernel layer refuses socket(AF_UNIX) unless the active provider's key says true
+_UNIX_SOCKETS = ProviderKey(
+    "unix-sockets", _bool, "true: the program may create UNIX sockets (the kernel layer refuses them)"
+)
+
 PROVIDER_KEYS: MappingProxyType[str, MappingProxyType[str, ProviderKey]] = MappingProxyType(
     {
+        "landlock": _keys(
+            _UNIX_SOCKETS,
+        ),
         "bwrap": _keys(
             ProviderKey(
                 "share-net", _bool, "true: share the host's network (no network rules apply to native code)"
             ),
             ProviderKey("unshare-net", _bool, "false: same as share-net=true"),
             ProviderKey("hostname", _hostname, "host name seen inside the sandbox"),
+            _UNIX_SOCKETS,
         ),
         "unshare": _keys(
             ProviderKey("proc", _choice("mount", "none"), "mount: a private /proc (default); none: no /proc"),
             ProviderKey("hostname", _hostname, "host name seen inside the sandbox"),
+            _UNIX_SOCKETS,
         ),
         "firejail": _keys(
             ProviderKey("net", _interface, "network interface to bridge, or none"),
@@ -95,6 +105,7 @@ PROVIDER_KEYS: MappingProxyType[str, MappingProxyType[str, ProviderKey]] = Mappi
             ProviderKey("rlimit-nofile", _rlimit, "open files"),
             ProviderKey("rlimit-nproc", _rlimit, "processes"),
             ProviderKey("rlimit-sigpending", _rlimit, "pending signals"),
+            _UNIX_SOCKETS,
         ),
         "qemu": _keys(
             ProviderKey("use_kvm", _bool, "true: use KVM when /dev/kvm works (default), false: emulate"),
