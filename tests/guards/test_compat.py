@@ -199,3 +199,25 @@ def test_a_bytearray_path_works_as_under_python_and_is_judged_like_bytes(project
     )
     assert outcomes.pop("secret").startswith("RuleFileNotFoundError: Access to")
     assert outcomes == {"allowed": "OK True", "memoryview": "OK True"}
+
+
+def test_a_bytearray_path_a_call_converts_before_its_event_is_refused(project: Any, provider: str) -> None:
+    """``os.listdir``, ``os.scandir``, ``os.chdir``…: C copies a bytearray path before it raises
+    the audit event, which hands the guard the bytearray itself; another thread could change it
+    in between, so it is refused (docs/complete-mode.md §9). The same path as bytes works."""
+    run = project.run(
+        """
+        import os, warnings
+        warnings.simplefilter("ignore", DeprecationWarning)
+        attempt("bytes", lambda: "data.txt" in os.listdir(b"@DATA@".decode()))
+        attempt("bytearray", os.listdir, bytearray(b"@DATA@"))
+        attempt("chdir", os.chdir, bytearray(b"@DATA@"))
+        """,
+        "expose-ro=@DATA@\npython-import=os, warnings",
+        provider=provider,
+    )
+    refusal = (
+        "RulePermissionError: Cannot tell which file a 'bytearray' object names: the sandbox judges "
+        "the path C uses, and this object could name another one when asked again."
+    )
+    assert run.outcomes() == {"bytes": "OK True", "bytearray": refusal, "chdir": refusal}
