@@ -115,9 +115,15 @@ def test_result_mode_and_every_family_round_trip(project: Project, home: Path) -
     refused = _run(project, home, "host.py", "more")
     assert refused.returncode == 1
     assert refused.lines == ["Point 6"]
-    assert refused.stderr.splitlines()[-2:] == [
-        "pysandboxes.errors.RuleModuleNotFoundError: Module named 'sqlite3' is not allowed by a rule",
-        "Add `python-import=sqlite3` to the rule file to allow it.",
+    lines = refused.stderr.splitlines()
+    at = lines.index(
+        "pysandboxes.errors.RuleModuleNotFoundError: Module named 'sqlite3' is not allowed by a rule"
+    )
+    assert lines[at + 1] == "Add `python-import=sqlite3` to the rule file to allow it."
+    assert lines[at + 2 :] == [  # the child's traceback, as the child's text
+        "Traceback in the sandbox (most recent call last):",
+        f'  File "{project.root}/tools.py", line 15, in more',
+        "    import sqlite3",
     ]
 
 

@@ -129,7 +129,12 @@ def test_the_sandbox_init_shows_no_environment(tmp_path: Path, provider: str) ->
 def test_cat_of_the_program_and_init_environment(tmp_path: Path, provider: str) -> None:
     # with process-exec: a child reads its parent's (the program's) block and PID 1's
     box = Sandboxed(tmp_path, provider)
-    box.rules("python-import=subprocess", "python-api=ALLOW:process-exec", "env=GREETING=hello")
+    box.rules(
+        "python-import=subprocess",
+        "python-api=ALLOW:process-exec",
+        "expose-ro=/usr/bin",
+        "env=GREETING=hello",
+    )
     box.write(
         "p.py",
         "import subprocess\n"

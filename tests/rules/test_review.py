@@ -36,8 +36,18 @@ def test_exposing_a_parent_of_the_project_is_a_warning(rules):
     ]
 
 
-def test_exposing_the_project_itself_is_not_a_warning(rules):
-    assert warnings_of(rules, "expose-rw=.\n") == []
+def test_exposing_the_project_itself_is_a_warning_naming_narrower_rules(rules):
+    rules.mkdir("data")
+    found = [m for _, m in warnings_of(rules, "expose-rw=.\n")]
+    assert len(found) == 1 and found[0].startswith(
+        "warning: 'expose-rw=.' exposes the whole project directory (its .env, keys and .git included): "
+        "expose only the subdirectories the program needs, e.g.\n    expose-ro=./data"
+    )
+
+
+def test_exposing_a_subdirectory_of_the_project_is_not_a_warning(rules):
+    rules.mkdir("data")
+    assert warnings_of(rules, "expose-rw=./data\n") == []
 
 
 def test_star_import_is_a_warning(rules):
