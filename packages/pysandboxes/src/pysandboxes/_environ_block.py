@@ -13,11 +13,14 @@ host environment.
 block (or, when it is longer, into memory of its own), zeroes what is left of the old one, and
 moves ``env_start``/``env_end`` with ``prctl(PR_SET_MM, PR_SET_MM_MAP)`` — a request that needs
 no privilege while the executable link is left alone (kernels built with
-``CONFIG_CHECKPOINT_RESTORE``, as distributions ship them). Where the kernel refuses it, the
-old block is still zeroed: nothing of it remains, and ``/proc/self/environ`` reads as the new
-variables followed by zero bytes.
+``CONFIG_CHECKPOINT_RESTORE``, as distributions ship them). It sets every bound of the memory
+map at once, the heap's end (``brk``) among them: that one is asked of the C library
+(``sbrk(0)``, exact), and the request is made only while the process runs one thread (no other
+``malloc`` can move it meanwhile). Where the kernel refuses it, or threads run, the old block is
+still zeroed: nothing of it remains, and ``/proc/self/environ`` reads as the new variables
+followed by zero bytes.
 
-Cost: reading ``/proc/self/stat`` and ``/proc/self/maps`` and three C calls (``_native``: no
+Cost: reading ``/proc/self/stat`` and four C calls (``_native``: no
 ``ctypes`` import).
 """
 
@@ -42,16 +45,14 @@ def replace(environment: Mapping[str, str]) -> bool:
     moved its bounds (False: the old block was only zeroed, or there is no ``/proc``)."""
     try:
         with open("/proc/self/stat", "rb") as f:
-            fields = [int(x) for x in f.read().rsplit(b")", 1)[1].split()[23:49]]
-        with open("/proc/self/maps", "rb") as f:
-            heap = [line for line in f.read().splitlines() if line.endswith(b"[heap]")]
+            fields = [int(x) for x in f.read().rsplit(b")", 1)[1].split()[17:49]]
     except (OSError, ValueError):
         return False  # no /proc (unshare.proc=none): nobody reads the block through it
-    # fields 26-28 and 45-51 of proc(5): start_code, end_code, start_stack; start_data,
-    # end_data, start_brk, arg_start, arg_end, env_start, env_end
-    start_code, end_code, start_stack = fields[0:3]
-    start_data, end_data, start_brk, arg_start, arg_end, env_start, env_end = fields[19:26]
-    brk = int(heap[0].split(b"-", 1)[1].split(b" ", 1)[0], 16) if heap else start_brk
+    # fields 20, 26-28 and 45-51 of proc(5): num_threads; start_code, end_code, start_stack;
+    # start_data, end_data, start_brk, arg_start, arg_end, env_start, env_end
+    threads = fields[0]
+    start_code, end_code, start_stack = fields[6:9]
+    start_data, end_data, start_brk, arg_start, arg_end, env_start, env_end = fields[25:32]
     block = b"".join(os.fsencode(k) + b"=" + os.fsencode(v) + b"\0" for k, v in environment.items())
     from ._native import C
 
@@ -68,6 +69,11 @@ def replace(environment: Mapping[str, str]) -> bool:
         c.memset(env_start + len(block), 0, old_size - len(block))
     else:
         c.memset(env_start, 0, old_size)
+    if threads != 1:
+        # PR_SET_MM_MAP sets the heap's end too: another thread's malloc could move it between
+        # reading it and setting it. The old block is zeroed all the same.
+        return False
+    brk = c.sbrk0()  # exact: the heap's mapping may end further (an adjacent mapping merged)
     mm_map = struct.pack(
         "=11QQII",
         start_code,
@@ -75,7 +81,7 @@ def replace(environment: Mapping[str, str]) -> bool:
         start_data,
         end_data,
         start_brk,
-        max(brk, start_brk),
+        brk,
         start_stack,
         arg_start,
         arg_end,

@@ -15,7 +15,7 @@ if TYPE_CHECKING:
 
 
 class C:
-    """``memmove``, ``memset``, ``prctl`` and buffers of the C library (``_ctypes`` only)."""
+    """``memmove``, ``memset``, ``prctl``, ``sbrk(0)`` and buffers of the C library."""
 
     def __init__(self) -> None:
         import _ctypes
@@ -33,6 +33,13 @@ class C:
         self._memmove = _ctypes.dlsym(libc, "memmove")
         self._memset = _ctypes.dlsym(libc, "memset")
         self._prctl = _ctypes.dlsym(libc, "prctl")
+        # sbrk(0) returns a pointer: a function type whose result is an unsigned long
+        sbrk = type(
+            "Sbrk",
+            (_ctypes.CFuncPtr,),
+            {"_argtypes_": (ULong,), "_restype_": ULong, "_flags_": _ctypes.FUNCFLAG_CDECL},
+        )
+        self._sbrk = sbrk(_ctypes.dlsym(libc, "sbrk"))
 
     def buffer(self, size: int) -> Any:
         """``size`` bytes of memory, as long as the returned object lives."""
@@ -48,6 +55,10 @@ class C:
     def memset(self, dest: int, value: int, size: int) -> None:
         if size > 0:
             self._ctypes.call_function(self._memset, (self.ulong(dest), value, self.ulong(size)))
+
+    def sbrk0(self) -> int:
+        """The program break: where the heap ends (``sbrk(0)``)."""
+        return int(self._sbrk(0))
 
     def prctl(self, option: int, *args: int | bytes) -> int:
         """``prctl(option, ...)``: integers go as ``unsigned long``, bytes as pointers."""

@@ -585,8 +585,11 @@ def _fresh_interpreter_args(command: CommandLine) -> list[str]:
     """``[options] -c BOOT``: the interpreter options of the command line (the REPL's ``-i``
     is emulated), then the bootstrap that calls :func:`resume`."""
     package_root = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+    # PID 1 (bwrap --as-pid-1) becomes the namespace's init before importing the runner: it
+    # stays small (see unshare_setup.become_init)
     boot = (
         f"import sys; sys.path.insert(0, {package_root!r}); "
+        "from pysandboxes.providers.unshare_setup import init_if_first; init_if_first(); "
         "from pysandboxes.complete import resume; sys.exit(resume())"
     )
     return [*(o for o in command.interpreter_options if o != "-i"), "-c", boot]
@@ -750,10 +753,6 @@ def resume() -> int:
     from .providers.namespaces import Inside
 
     Inside.take()
-    if os.getpid() == 1:  # bwrap --as-pid-1: the namespace's init is ours (see become_init)
-        from .providers.unshare_setup import become_init
-
-        become_init()
     from . import guards  # noqa: F401 - everything this process needs, imported before the path goes
     from .cli import python_sb  # noqa: F401
     from .providers import landlock  # noqa: F401

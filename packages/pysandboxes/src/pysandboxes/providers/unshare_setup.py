@@ -180,6 +180,13 @@ def enter_if_asked() -> None:
     become_init()
 
 
+def init_if_first() -> None:
+    """A fresh interpreter that is PID 1 of its namespace (bwrap ``--as-pid-1``) becomes its init
+    (:func:`become_init`); the child goes on."""
+    if os.getpid() == 1:
+        become_init()
+
+
 def become_init() -> None:
     """This process is PID 1 of the new PID namespace, which ignores every signal it has no
     handler for (SIGTERM included). So fork: the child goes on and runs the program as PID 2;
