@@ -28,6 +28,14 @@ def _load(path: Path, name: str) -> ModuleType:
     return module
 
 
+@pytest.fixture(autouse=True)
+def _no_agent_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The hook takes the project root from these when an agent sets them: not from the agent
+    that may be running these tests."""
+    for name in ("CLAUDE_PROJECT_DIR", "GEMINI_PROJECT_DIR", "CURSOR_PROJECT_DIR"):
+        monkeypatch.delenv(name, raising=False)
+
+
 @pytest.fixture(scope="session")
 def hook() -> ModuleType:
     return _load(HOOK, "require_python_sb")
