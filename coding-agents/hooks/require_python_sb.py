@@ -445,6 +445,8 @@ def _judge_words(words: Sequence[str], command: Command, ctx: Context, i: int = 
             i += 1
             continue
         name = _basename(w)
+        if name == "command" and i + 1 < len(words) and words[i + 1] in ("-v", "-V"):
+            return Verdict.allow()  # `command -v python3` looks the program up, runs nothing
         if name in _WRAPPERS:
             if name == "env":
                 j = i + 1
@@ -765,7 +767,15 @@ def run(stdin_text: str, agent: str | None = None) -> Answer:
     call = read_tool_call(payload, who)
     if call.command is None:
         return answer(who, Verdict.allow())
-    return answer(who, judge_command(call.command, call.project))
+    try:
+        verdict = judge_command(call.command, call.project)
+    except Exception as exc:  # a bug of this hook must not let an interpreter through
+        verdict = Verdict(
+            not mentions_python(call.command),
+            f"Refused by the python-sb hook: the command could not be checked ({type(exc).__name__}) "
+            "and it mentions python.",
+        )
+    return answer(who, verdict)
 
 
 def _arguments(argv: Sequence[str]) -> Iterator[str]:

@@ -111,6 +111,8 @@ TABLE = [
     ("make test", A),
     ("sh scripts/build.sh", A),
     ("which python3", A),
+    ("command -v python3", A),
+    ("type python3", A),
     ("ls /usr/bin/python3*", A),
     ("cat <<'EOF' > notes.md\npython3 is fun\nEOF", A),
     ("echo 'python3 x.py' > run.sh", A),
@@ -212,3 +214,14 @@ def test_config_through_a_symlink_out_of_the_project_is_refused(hook: ModuleType
         "python-sb --pysandboxes-config=rules.py-sandboxes x.py", str(project)
     ).allowed
     assert hook.judge_command("python-sb --pysandboxes-config=own.py-sandboxes x.py", str(project)).allowed
+
+
+def test_a_failure_of_the_hook_itself_refuses_only_commands_that_mention_python(
+    hook: ModuleType, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    def broken(text: str) -> object:
+        raise RuntimeError("a bug")
+
+    monkeypatch.setattr(hook, "parse", broken)
+    assert verdict(hook, "python3 x.py") == D
+    assert verdict(hook, "ls -la") == A
