@@ -232,3 +232,12 @@ def test_an_unknown_agent_name_is_a_usage_error() -> None:
 
 def test_every_agent_has_an_answer_and_a_payload(hook: ModuleType) -> None:
     assert set(hook.AGENTS) == {agent for agent, _ in PAYLOADS.values()}
+
+
+@pytest.mark.parametrize("tool", ["Bash", "shell", "exec_command"])
+def test_codex_command_given_as_an_argv_list_is_read_as_a_shell_line(tool: str) -> None:
+    payload = {**codex("x"), "tool_name": tool, "tool_input": {"command": ["bash", "-lc", BAD]}}
+    reason = assert_denied("codex", hook_process(payload, "--agent=codex"))
+    assert "python3 runs Python without the sandbox" in reason
+    good = {**payload, "tool_input": {"command": ["bash", "-lc", GOOD]}}
+    assert_allowed("codex", hook_process(good, "--agent=codex"))
