@@ -1,0 +1,1 @@
+../../hooks/require_python_sb.py
