@@ -379,8 +379,9 @@ def sandbox(function: Callable[..., Any] | None = None, *, timeout: float | None
     """
     if function is None:
         return lambda f: sandbox(f, timeout=timeout)
-    if not callable(function) or not hasattr(function, "__qualname__"):
-        kind = type(function)
+    kind = type(function)
+    framework_object = not isinstance(function, type) and kind.__module__ not in ("builtins", "functools")
+    if not callable(function) or not hasattr(function, "__qualname__") or framework_object:
         raise TypeError(
             f"@sandbox decorates a function, not a {kind.__module__}.{kind.__qualname__} (a framework's "
             "tool object?): put @sandbox under the framework's decorator, or use the framework's "
