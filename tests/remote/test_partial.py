@@ -7,6 +7,7 @@ real program; see conftest.py.
 from __future__ import annotations
 
 import os
+import textwrap
 
 import pytest
 
@@ -231,15 +232,17 @@ def test_method_gets_a_copy_of_its_instance(project: Project, provider: str) -> 
 
 
 def test_function_of_the_main_script(project: Project, provider: str) -> None:
-    # The child imports host.py as __sb_main__ (before the rules, as the host did): its module
-    # body runs there too, its `if __name__ == "__main__":` block only once, in the host.
-    project.rules(provider)
+    # The child imports host.py as __sb_main__ (before the Python layer's rules, as the host
+    # did, but inside the OS boundary): its module body runs there too, under the kernel's
+    # rules (marks/ is granted), its `if __name__ == "__main__":` block only once, in the host.
+    project.rules(provider, "expose-rw=./marks")
+    project.write("marks/marks.txt", "")
     project.host(
         """
         import os
         from pysandboxes import sandbox, sandboxes, is_in_sandbox
 
-        with open("marks.txt", "a") as f:
+        with open("marks/marks.txt", "a") as f:
             f.write(f"module body as {__name__}\\n")
 
         @sandbox
@@ -247,11 +250,11 @@ def test_function_of_the_main_script(project: Project, provider: str) -> None:
             return __name__, is_in_sandbox()
 
         if __name__ == "__main__":
-            with open("marks.txt", "a") as f:
+            with open("marks/marks.txt", "a") as f:
                 f.write("main block\\n")
             with sandboxes():
                 print(where())
-            with open("marks.txt") as f:
+            with open("marks/marks.txt") as f:
                 print(f.read(), end="")
         """
     )
@@ -646,3 +649,205 @@ def test_the_host_keeps_its_rights_the_child_has_the_rules(project: Project, pro
         "child env SECRET: None GREETING: hello",
         "host env SECRET: hunter2",
     ]
+
+
+# -- what the program's modules do at import, in the child ----------------------------------
+
+
+def test_a_module_that_starts_a_thread_at_import_runs(project: Project, provider: str) -> None:
+    # OpenBLAS (numpy) and telemetry exporters start threads at import. Landlock confines only
+    # the calling thread: the child confines itself before importing the program's modules, so
+    # such a thread is confined too (it cannot read outside.txt), and the child starts.
+    project.write("../outside.txt", "secret")
+    project.rules(provider)
+    project.tools(
+        """
+        import threading
+        from pysandboxes import sandbox
+
+        seen = []
+
+        def peek():
+            try:
+                with open("../outside.txt") as f:
+                    seen.append(f.read())
+            except OSError as exc:
+                seen.append(type(exc).__name__)
+
+        worker = threading.Thread(target=peek)
+        worker.start()
+        worker.join()
+        idle = threading.Event()
+        threading.Thread(target=idle.wait, daemon=True).start()  # still running at confinement
+
+        @sandbox
+        def what_the_thread_saw():
+            return seen[0]
+        """
+    )
+    project.host(
+        """
+        from pysandboxes import sandboxes
+        import tools
+
+        with sandboxes():
+            print(tools.what_the_thread_saw())
+        """
+    )
+    # the host imported tools unconfined (the thread read the file there); in the child, the
+    # thread ran at import: confined by the kernel under landlock, by nothing under subprocess
+    # (the Python layer applies once the program's modules are imported, docs/partial-mode.md)
+    assert project.ok() == ["PermissionError" if provider == "landlock" else "secret"]
+
+
+def test_what_a_module_reads_at_import_needs_its_rule_under_landlock(project: Project) -> None:
+    project.write("data/table.txt", "1 2 3")
+    project.tools(
+        """
+        from pysandboxes import sandbox
+
+        with open("data/table.txt") as f:
+            TABLE = f.read()
+
+        @sandbox
+        def table():
+            return TABLE
+        """
+    )
+    project.host(
+        """
+        from pysandboxes import sandboxes
+        import tools
+
+        with sandboxes():
+            print(tools.table())
+        """
+    )
+    project.rules("landlock", "expose-ro=./data")
+    assert project.ok() == ["1 2 3"]
+    project.rules("landlock")
+    outcome = project.run()
+    assert outcome.returncode == 1
+    assert "the sandbox could not start: PermissionError" in outcome.stderr
+    assert "data/table.txt" in outcome.stderr
+
+
+def test_a_sibling_module_needs_no_rule(project: Project, provider: str) -> None:
+    # tools imports helpers (next to it): importing is not reading a file of the project
+    project.write("helpers.py", "def double(x):\n    return 2 * x\n")
+    project.write(".env", "TOKEN=secret\n")
+    project.rules(provider)
+    project.tools(
+        """
+        import helpers
+        from pysandboxes import sandbox
+
+        @sandbox
+        def quadruple(x):
+            return helpers.double(helpers.double(x))
+
+        @sandbox
+        def dotenv():
+            with open(".env") as f:
+                return f.read()
+        """
+    )
+    project.host(
+        """
+        from pysandboxes import sandboxes
+        import tools
+
+        with sandboxes():
+            print(tools.quadruple(3))
+            try:
+                tools.dotenv()
+            except OSError as exc:
+                print(type(exc).__name__)
+        """
+    )
+    assert project.ok() == ["12", "RuleFileNotFoundError"]
+
+
+def test_a_main_script_without_its_guard_is_refused(project: Project, provider: str) -> None:
+    # Its top level would run a second time in the child, where a sandboxed call made while
+    # the child imports it would be direct: refused, as multiprocessing does, naming the fix.
+    head = "from pysandboxes import sandbox, sandboxes\n\n@sandbox\ndef where():\n    return 'here'\n\n"
+    entry = "with sandboxes():\n    print(where())\n"
+    project.rules(provider)
+    project.host(head + entry)
+    outcome = project.run()
+    assert outcome.returncode == 1, outcome
+    assert "the sandbox could not start: the main script used the sandbox" in outcome.stderr
+    assert 'if __name__ == "__main__":' in outcome.stderr
+    project.host(head + 'if __name__ == "__main__":\n' + textwrap.indent(entry, "    "))
+    assert project.ok() == ["here"]
+
+
+REGISTERING_FRAMEWORK = """
+    from pysandboxes import sandbox, is_in_sandbox
+
+    class Server:  # a framework whose decorator registers the function and returns it as is
+        def __init__(self):
+            self.tools = {}
+
+        def tool(self):
+            def register(function):
+                self.tools[function.__name__] = function
+                return function
+            return register
+
+        def call(self, name, *args):
+            return self.tools[name](*args)
+
+    server = Server()
+"""
+
+
+def test_sandbox_on_top_of_a_registering_decorator_is_refused(project: Project, provider: str) -> None:
+    # @server.tool() registered the function itself: the server would call it unconfined
+    project.rules(provider)
+    project.tools(
+        REGISTERING_FRAMEWORK
+        + """
+    @sandbox
+    @server.tool()
+    def where():
+        return is_in_sandbox()
+    """
+    )
+    project.host(
+        """
+        from pysandboxes import sandboxes
+        import tools
+
+        with sandboxes():
+            print(tools.server.call("where"))
+        """
+    )
+    outcome = project.run()
+    assert outcome.returncode == 1, outcome
+    assert "SandBoxError: @sandbox: tools.where is also held, unsandboxed, by a dict of a " in outcome.stderr
+    assert "tools.Server object (key 'where')" in outcome.stderr
+
+
+def test_a_registering_decorator_on_top_of_sandbox_is_sandboxed(project: Project, provider: str) -> None:
+    project.rules(provider)
+    project.tools(
+        REGISTERING_FRAMEWORK
+        + """
+    @server.tool()
+    @sandbox
+    def where():
+        return is_in_sandbox()
+    """
+    )
+    project.host(
+        """
+        from pysandboxes import sandboxes
+        import tools
+
+        with sandboxes():
+            print(tools.server.call("where"))
+        """
+    )
+    assert project.ok() == ["True"]

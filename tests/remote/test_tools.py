@@ -423,6 +423,14 @@ WRONG = {
         "object?): put @sandbox under the framework's decorator, or use the framework's adapter "
         "(docs/integrations.md)",
     ),
+    "@sandbox on a callable tool object that looks like its function": (
+        "import functools\n\nclass FunctionTool:\n    def __init__(self, f):\n"
+        "        functools.update_wrapper(self, f)\n    def __call__(self, *a):\n"
+        "        return self.__wrapped__(*a)\n\n@sandbox\n@FunctionTool\ndef looks() -> int:\n    return 1",
+        "TypeError: @sandbox decorates a function, not a tools_wrong.FunctionTool (a framework's tool "
+        "object?): put @sandbox under the framework's decorator, or use the framework's adapter "
+        "(docs/integrations.md)",
+    ),
     "a tool made after its module was imported": (
         "import tools\n\nsandboxed_tool(tools._read.__wrapped__)",
         "TypeError: @sandboxed_tool: _read() belongs to module 'tools', which was already imported: the "

@@ -39,7 +39,9 @@ __all__ = ["is_in_sandbox", "run", "sandbox", "sandboxes"]
 
 def is_in_sandbox() -> bool:
     """True inside the sandbox's child process (where ``@sandbox`` calls are direct)."""
-    return in_sandbox()
+    from ._state import State
+
+    return State.in_sandbox
 
 
 # -- the session ---------------------------------------------------------------------------
@@ -194,8 +196,18 @@ def _join(block: sandboxes) -> _Session:
             child = Child(settings, policy, provider)
             if learning is not None:
                 child.learner = learning.recorder
+            # looked for while the child starts (a pass over every object: milliseconds)
+            held: list[BaseException] = []
+            checker = threading.Thread(target=_collect_refusal, args=(held,), name="pysandboxes-check")
+            checker.start()
             try:
-                child.start()
+                try:
+                    child.start()
+                finally:
+                    checker.join()
+                if held:
+                    child.stop()
+                    raise held[0]
             except BaseException:
                 if learning is not None:
                     learning.finish()
@@ -206,6 +218,80 @@ def _join(block: sandboxes) -> _Session:
         _Session.current = session
         _register_exit()
         return session
+
+
+def _collect_refusal(found: list[BaseException]) -> None:
+    try:
+        _refuse_functions_held_elsewhere()
+    except SandBoxError as exc:
+        found.append(exc)
+
+
+def _refuse_functions_held_elsewhere() -> None:
+    """``@sandbox`` on top of a decorator that registers the function it is given and returns
+    it unchanged (``@server.tool()``, ``@app.route()``) leaves the framework holding the
+    *unsandboxed* function: every call it makes runs in the host. Nothing at decoration time
+    can see it; here, once per sandbox, the objects holding each ``@sandbox`` function are
+    looked up (two passes of the garbage collector's referrers: milliseconds) and an object
+    of a class, or a dict of one or of a module, holding it is refused. Frames, closures and
+    wrappers (``__wrapped__``) are not: they are the decorators' and the program's own."""
+    import gc
+    import types
+
+    functions = registry.functions()
+    if not functions:
+        return
+    wanted = {id(f) for f in functions}  # ids only: a dict of ours would hold them too
+    modules = {id(vars(m)): n for n, m in list(sys.modules.items()) if m is not None}
+    harmless = (types.FrameType, types.CellType, types.FunctionType, types.ModuleType, tuple, type)
+    suspects: list[tuple[Any, list[tuple[Any, Any]]]] = []
+    dicts: list[dict[Any, Any]] = []
+    for holder in gc.get_referrers(*functions):
+        if isinstance(holder, harmless) or holder is registry._FUNCTIONS or id(holder) in modules:
+            continue
+        if isinstance(holder, dict):
+            dicts.append(holder)
+        elif type(holder).__module__ not in ("builtins", "functools", "weakref"):
+            found = [(k, v) for k, v in getattr(holder, "__dict__", {}).items() if id(v) in wanted]
+            found = found or [("?", r) for r in gc.get_referents(holder) if id(r) in wanted]
+            if found:
+                suspects.append((_describe(holder), found))
+    if dicts:
+        owners: dict[int, list[Any]] = {id(d): [] for d in dicts}
+        for owner in gc.get_referrers(*dicts):
+            for inner in gc.get_referents(owner):
+                if id(inner) in owners:
+                    owners[id(inner)].append(owner)
+        for holder in dicts:
+            held_by = owners[id(holder)]
+            if any(isinstance(o, types.FunctionType) and o.__dict__ is holder for o in held_by):
+                continue  # a wrapper's attributes (``__wrapped__``)
+            owner = next((o for o in held_by if type(o).__module__ != "builtins"), None)
+            if owner is not None:
+                where = f"a dict of {_describe(owner)}"
+            else:  # a registry at a module's top level; else a frame's locals, a cache: not ours
+                home = next((modules[id(o)] for o in held_by if id(o) in modules), None)
+                if home is None:
+                    continue
+                where = f"a dict of the module {home}"
+            found = [(k, v) for k, v in holder.items() if id(v) in wanted]
+            if found:
+                suspects.append((where, found))
+    if suspects:
+        where, found = suspects[0]
+        module, name = registry.key_of(found[0][1])
+        raise SandBoxError(
+            f"@sandbox: {module}.{name} is also held, unsandboxed, by {where} (key "
+            f"{found[0][0]!r}): a decorator below @sandbox registered the function itself, so "
+            "what it calls runs in the host, unconfined. Put @sandbox on a function of its own and "
+            "register a host function that calls it, or use the framework's adapter "
+            "(docs/integrations.md)"
+        )
+
+
+def _describe(obj: Any) -> str:
+    kind = type(obj)
+    return f"a {kind.__module__}.{kind.__qualname__} object"
 
 
 def _refuse_silent_learning(rule_file: str) -> None:
@@ -293,8 +379,9 @@ def sandbox(function: Callable[..., Any] | None = None, *, timeout: float | None
     """
     if function is None:
         return lambda f: sandbox(f, timeout=timeout)
-    if not callable(function) or not hasattr(function, "__qualname__"):
-        kind = type(function)
+    kind = type(function)
+    framework_object = not isinstance(function, type) and kind.__module__ not in ("builtins", "functools")
+    if not callable(function) or not hasattr(function, "__qualname__") or framework_object:
         raise TypeError(
             f"@sandbox decorates a function, not a {kind.__module__}.{kind.__qualname__} (a framework's "
             "tool object?): put @sandbox under the framework's decorator, or use the framework's "

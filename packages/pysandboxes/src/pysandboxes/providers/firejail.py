@@ -63,7 +63,8 @@ def _restricted_network() -> bool:
 #: hidden through a pattern firejail expands itself, never entry by entry: their entries come
 #: and go while the sandbox starts (pid files, sockets), and a name that vanishes between the
 #: profile and firejail's mount stops firejail ("disable_file: No such file or directory")
-_GLOBBED = ("/run",)
+#: (/etc: ldconfig writes ld.so.cache~, account tools passwd+ and .pwd.lock, while apt runs)
+_GLOBBED = ("/run", "/etc")
 
 
 def _whitelisted() -> tuple[str, ...]:
@@ -119,6 +120,9 @@ def hiding(view: View) -> list[str]:
                     f"noblacklist {p}" for p in sorted(visible | ancestors) if os.path.dirname(p) == path
                 )
                 lines.append(f"blacklist {path}/*")
+                for inner in sorted(ancestors - visible):  # /etc/ssl for /etc/ssl/certs: walked
+                    if os.path.dirname(inner) == path:
+                        walk(inner)
             else:
                 walk(path)
 

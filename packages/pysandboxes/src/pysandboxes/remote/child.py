@@ -47,7 +47,21 @@ class CallCancelled(BaseException):
 
 
 def in_sandbox() -> bool:
+    if _State.importing is not None and _State.in_sandbox:
+        _refuse_while_importing()
     return _State.in_sandbox
+
+
+def _refuse_while_importing() -> None:
+    """A module's top level entered the sandbox API while the child imported it: the work of
+    a script without an ``if __name__ == "__main__":`` guard, about to run a second time."""
+    name = _State.importing
+    shown = "the main script" if name == "__main__" else f"the module {name}"
+    raise SandBoxError(
+        f"{shown} used the sandbox (a @sandbox call or sandboxes()) at its top level while the "
+        "sandbox imported it to find its @sandbox functions: its top level runs again in the "
+        'sandbox, as with multiprocessing. Put the program\'s work under `if __name__ == "__main__":`'
+    )
 
 
 def main() -> None:
@@ -112,13 +126,35 @@ def _boot(channel: Channel, handoff: dict[str, Any]) -> _Server:
 
         policy = start_forwarder(policy, provider)
     _State.in_sandbox = True
+    from ..limits import open_status
 
-    # The program's own modules, loaded as the host loaded them: before the rules apply.
+    open_status()  # limit-memory counts from what is mapped later: read it past landlock
+    if provider == "landlock" and learner is None:
+        # Confined before the program's modules run: what they do at import (start threads,
+        # as OpenBLAS does; write a cache under HOME) is under the kernel's rules, as it is
+        # under a namespace provider, whose child starts inside its view. Landlock confines
+        # only the calling thread: now there is one. Their files are readable (the host
+        # listed them); the finders list sys.path's directories now, so that finding a module
+        # in the project's directory does not need the right to list it.
+        from importlib.machinery import PathFinder
+
+        from ..providers.landlock import confine, plan_for
+
+        PathFinder.find_spec("pysandboxes-finders")
+        confine(plan_for(policy, program_files=handoff.get("program_files", ())))
+
+    # The program's own modules, loaded as the host loaded them: before the Python layer's
+    # rules apply (the OS boundary is up already, except while learning).
     program_files: list[str] = []
+    loaded_before = set(sys.modules)
     for name in handoff["modules"]:
         if name == "__main__" and not handoff.get("main_file"):
             continue  # a notebook or REPL: its functions cannot be imported (said at call time)
-        module = _import_program_module(name, handoff.get("main_file"))
+        _State.importing = name
+        try:
+            module = _import_program_module(name, handoff.get("main_file"))
+        finally:
+            _State.importing = None
         path = getattr(module, "__file__", None)
         if isinstance(path, str):
             program_files.append(os.path.realpath(path))
@@ -129,7 +165,7 @@ def _boot(channel: Channel, handoff: dict[str, Any]) -> _Server:
         install = prepare(
             policy,
             program_files=program_files,
-            extra_imports=_top_levels(handoff["modules"]),
+            extra_imports=_top_levels(handoff["modules"]) + _third_party(set(sys.modules) - loaded_before),
             learner=learner,
         )
     complete._apply_environment(policy, keep_host=learner is not None)
@@ -138,13 +174,6 @@ def _boot(channel: Channel, handoff: dict[str, Any]) -> _Server:
 
         record_environment(learner)
         record_resolutions(learner)
-    from ..limits import open_status
-
-    open_status()  # limit-memory counts from what is mapped later: read it past landlock
-    if provider == "landlock" and learner is None:
-        from ..providers.landlock import confine, plan_for
-
-        confine(plan_for(policy, program_files=program_files))
     server = _Server(channel, policy)
     server.main_file = handoff.get("main_file")
     # What the child itself needs later, loaded now (the import rules are the program's).
@@ -195,6 +224,14 @@ def _learner(handoff: dict[str, Any], policy: Any) -> Any:
 
 def _top_levels(modules: list[str]) -> list[str]:
     return sorted({m.partition(".")[0] for m in modules if m != "__main__"})
+
+
+def _third_party(names: set[str]) -> list[str]:
+    """The installed packages the program's modules imported, before the rules: importing
+    them again (numpy's functions import numpy's own modules when called) runs nothing new.
+    The standard library's modules still need their rules (``ctypes`` is loaded by many)."""
+    stdlib = sys.stdlib_module_names
+    return sorted({n.partition(".")[0] for n in names} - stdlib - {"__main__", "pysandboxes"})
 
 
 def _import_program_module(name: str, main_file: str | None) -> Any:

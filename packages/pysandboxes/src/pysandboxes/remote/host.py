@@ -306,13 +306,7 @@ class Child:
         """bwrap's or unshare's command line for the child, and the descriptors it reads."""
         from ..providers.namespaces import launcher, sandbox_view
 
-        files = [self.settings["main_file"]] if self.settings.get("main_file") else []
-        for name in self.settings["modules"]:
-            module = sys.modules.get(name)
-            path = getattr(module, "__file__", None)
-            if isinstance(path, str):
-                # a package's whole directory: its submodules are imported in the child
-                files.append(os.path.dirname(path) if path.endswith("__init__.py") else path)
+        files = list(self.settings["program_files"])
         self._stop_network()
         policy = self.policy
         if policy.net.hostnames:  # the broker connects to the addresses names had at the start
@@ -974,6 +968,52 @@ def host_settings(
         "provider": provider,
         "modules": list(modules),
         "main_file": main_file,
+        "program_files": program_sources(modules, main_file),
         "init_fn": list(init_fn) if init_fn else None,
         "asyncio": want_asyncio,
     }
+
+
+def program_sources(modules: Sequence[str], main_file: str | None) -> list[str]:
+    """The files the child reads to import the program's modules, as the host has them: each
+    module's file (a package: its whole directory, whose submodules the child imports too), and
+    the modules the host loaded from the same directories (siblings such as a ``helpers.py`` the
+    tools import). Read-only in the child's view (namespace providers) or by the kernel
+    (landlock), which confines the child before it imports them; nothing else of the project."""
+    files: dict[str, None] = {}
+    folders: set[str] = set()
+
+    def add(path: str) -> None:
+        real = os.path.realpath(path)
+        if os.path.basename(real) == "__init__.py":
+            real = os.path.dirname(real)
+            folders.add(os.path.dirname(real))
+        else:
+            folders.add(os.path.dirname(real))
+        files[real] = None
+
+    if main_file:
+        add(main_file)
+    for name in modules:
+        path = getattr(sys.modules.get(name), "__file__", None)
+        if isinstance(path, str) and os.path.exists(path):
+            add(path)
+    installed = (sys.prefix, sys.base_prefix, sys.exec_prefix)
+    folders = {
+        f
+        for f in folders
+        if not any(f == p or f.startswith(p.rstrip("/") + "/") for p in installed)
+        and "/site-packages" not in f
+        and "/dist-packages" not in f
+    }
+    for module in list(sys.modules.values()):
+        path = getattr(module, "__file__", None)
+        if not isinstance(path, str) or not path.endswith(".py"):
+            continue
+        real = os.path.realpath(path)
+        holder = os.path.dirname(real)
+        if os.path.basename(real) == "__init__.py":
+            real, holder = holder, os.path.dirname(holder)
+        if holder in folders and os.path.exists(real):
+            files[real] = None
+    return [f for f in files if not any(f != d and f.startswith(d + "/") for d in files)]
