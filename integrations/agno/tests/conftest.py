@@ -132,7 +132,7 @@ class AgnoHarness(Harness):
         ),
         (
             '@sandboxed_tool\ndef needs_agent(text: str, agent) -> str:\n    """Needs the agent."""\n    return text\n',
-            "its `agent: ",
+            "its `agent` (the framework's context object) cannot go",
         ),
         (
             '@tool\ndef on_host() -> int:\n    """A plain tool."""\n    return 4\n\n\nbox = SandboxToolkit([on_host])\n',
