@@ -20,7 +20,7 @@ from agno.run.base import RunStatus
 from agno.tools.toolkit import Toolkit
 
 from pysandboxes import SandBoxError, sandboxes
-from pysandboxes_agno import SandboxToolkit
+from pysandboxes_agno import STOPPED, SandboxToolkit
 
 from .conftest import ScriptedModel, seen
 
@@ -196,9 +196,7 @@ def test_on_denial_raise_stops_the_run_without_the_refusals_text(files: tuple[Fi
     calls = [("read_or_stop", {"path": made.secret}), ("read_file", {"path": made.notes})]
     with sandboxes(sandboxes_config=str(made.root / ".py-sandboxes")):
         output = run(calls, [tools.read_or_stop, tools.read_file])
-    assert [(t.result, t.tool_call_error) for t in output.tools] == [
-        ("The sandbox refused this tool call: the run stops here.", True)
-    ]
+    assert [(t.result, t.tool_call_error) for t in output.tools] == [(STOPPED, True)]
     assert output.content != "done"  # the model was not asked again
 
 

@@ -18,6 +18,6 @@ See docs/integrations.md.
 
 from __future__ import annotations
 
-from ._adapter import FRAMEWORK, SandboxRefusal, SandboxToolkit, host_tool, sandboxed_tool
+from ._adapter import FRAMEWORK, STOPPED, SandboxRefusal, SandboxToolkit, host_tool, sandboxed_tool
 
-__all__ = ["FRAMEWORK", "SandboxRefusal", "SandboxToolkit", "host_tool", "sandboxed_tool"]
+__all__ = ["FRAMEWORK", "STOPPED", "SandboxRefusal", "SandboxToolkit", "host_tool", "sandboxed_tool"]

@@ -36,7 +36,7 @@ if TYPE_CHECKING:
 
     from pysandboxes import sandboxes
 
-__all__ = ["FRAMEWORK", "SandboxRefusal", "SandboxToolkit", "host_tool", "sandboxed_tool"]
+__all__ = ["FRAMEWORK", "STOPPED", "SandboxRefusal", "SandboxToolkit", "host_tool", "sandboxed_tool"]
 
 #: the parameters agno fills in by name (``FunctionCall._build_entrypoint_args``): the agent,
 #: team, run context (session state, dependencies, metadata), the media of the run, the
