@@ -301,3 +301,16 @@ def test_the_toolkit_closes_the_sandbox_after_a_failed_run(files: tuple[Files, M
     assert model.read == ["one\ntwo\n"]
     with pytest.raises(SandBoxError, match="called outside any sandbox"):
         tools.plain_pid()
+
+
+def test_the_public_names() -> None:
+    import pysandboxes_agno
+
+    assert pysandboxes_agno.__all__ == [
+        "FRAMEWORK",
+        "STOPPED",
+        "SandboxRefusal",
+        "SandboxToolkit",
+        "host_tool",
+        "sandboxed_tool",
+    ]
