@@ -10,7 +10,7 @@ same made by the adapter, plus a bare ``@sandbox`` function). It measures, in 5 
 2. **enter**: ``with sandboxes():`` entering and the first call of the sandboxed tool (the child
    starts, imports ``sb_tools`` and the framework before the rules apply, answers);
 3. **per call**, after warm-up, through the framework's own dispatch (MCP: ``MCPServer.call_tool``;
-   LangChain: ``tool.invoke``): the plain tool, the sandboxed tool, and the bare ``@sandbox``
+   LangChain: ``tool.invoke``; agno: ``FunctionCall.execute``; strands: ``DecoratedFunctionTool.stream``): the plain tool, the sandboxed tool, and the bare ``@sandbox``
    round trip; the adapter's own part is (sandboxed - plain) - round trip.
 
 pysandboxes 0.7.0 has no adapters (its samples hand-write the wrapper and the error-to-text
@@ -114,6 +114,82 @@ FRAMEWORKS = {
 
             def function(module):  # what the StructuredTool calls: the function, or our wrapper
                 return module.add.func
+        """,
+    },
+    "agno": {
+        "plain": """
+            from agno.tools import tool
+
+            @tool
+            def add(a: int, b: int) -> int:
+                '''Add two integers.'''
+                return a + b
+        """,
+        "sandboxed": """
+            from pysandboxes import sandbox
+            from pysandboxes_agno import sandboxed_tool
+
+            @sandboxed_tool
+            def add(a: int, b: int) -> int:
+                '''Add two integers.'''
+                return a + b
+
+            @sandbox
+            def bare(a: int, b: int) -> int:
+                return a + b
+        """,
+        "call": """
+            import inspect
+
+            from agno.tools.function import FunctionCall
+
+            def caller(module):
+                tool = module.add
+                return lambda: FunctionCall(function=tool, arguments={"a": 1, "b": 2}).execute()
+
+            def function(module):  # under agno's layers: the function, or our wrapper
+                return inspect.unwrap(module.add.entrypoint)
+        """,
+    },
+    "strands": {
+        "plain": """
+            from strands import tool
+
+            @tool
+            def add(a: int, b: int) -> int:
+                '''Add two integers.'''
+                return a + b
+        """,
+        "sandboxed": """
+            from pysandboxes import sandbox
+            from pysandboxes_strands import sandboxed_tool
+
+            @sandboxed_tool
+            def add(a: int, b: int) -> int:
+                '''Add two integers.'''
+                return a + b
+
+            @sandbox
+            def bare(a: int, b: int) -> int:
+                return a + b
+        """,
+        "call": """
+            import asyncio
+
+            def caller(module):
+                loop = asyncio.new_event_loop()
+                tool = module.add
+                use = {"toolUseId": "bench", "name": "add", "input": {"a": 1, "b": 2}}
+
+                async def once():
+                    async for event in tool.stream(use, {}):
+                        last = event
+                    return last
+
+                return lambda: loop.run_until_complete(once())
+
+            def function(module):  # what the DecoratedFunctionTool calls: the function, or our wrapper
+                return module.add._tool_func
         """,
     },
 }

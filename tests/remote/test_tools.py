@@ -56,7 +56,7 @@ ADAPTER = """
         "toy",
         decorator="@sandboxed_tool",
         refusal=refusal,
-        is_context=lambda name, annotation: annotation is toy.Context,
+        is_context=lambda name, annotation: annotation is toy.Context or name == "agent",
         host_decorator="@host_tool",
         lifecycle="toy.run()",
     )
@@ -498,6 +498,34 @@ def test_a_context_parameter_without_default_is_refused_at_decoration_naming_the
         "or give the parameter a default (`ctx: Context = None`): the sandboxed body then receives the "
         "default (see docs/integrations.md).",
     ]
+
+
+def test_a_context_parameter_injected_by_name_is_shown_without_an_annotation(toy: Project) -> None:
+    toy.write(
+        "tools_by_name.py",
+        """
+        from toyadapter import sandboxed_tool
+
+        @sandboxed_tool
+        def needs_agent(text: str, agent) -> str:
+            return text
+        """,
+    )
+    toy.host(
+        """
+        try:
+            import tools_by_name
+        except TypeError as exc:
+            print(exc)
+        """
+    )
+    lines = toy.ok()
+    assert lines[0] == (
+        "@sandboxed_tool runs needs_agent() in the sandbox, where its `agent` (the framework's context "
+        "object) cannot go: it stays on the host."
+    )
+    assert "    def needs_agent(..., agent):  # on the host, with the context" in lines
+    assert lines[-1].startswith("or give the parameter a default (`agent = None`)")
 
 
 def test_on_denial_must_be_text_or_raise(toy: Project) -> None:

@@ -270,21 +270,23 @@ def _context_parameters(
 def _context_message(function: Callable[..., Any], parameter: inspect.Parameter, framework: Framework) -> str:
     name = function.__name__
     annotation = parameter.annotation
-    shown = getattr(annotation, "__name__", None) or repr(annotation)
+    declared = parameter.name  # a framework may inject by name alone: `agent`, not `agent: _empty`
+    if annotation is not inspect.Parameter.empty:
+        declared += f": {getattr(annotation, '__name__', None) or repr(annotation)}"
     host = framework.host_decorator or "the framework's own decorator"
     prefix = "async " if code_flags(function) & CO_COROUTINE else ""
     await_ = "await " if prefix else ""
     return (
-        f"{framework.decorator} runs {name}() in the sandbox, where its `{parameter.name}: {shown}` "
+        f"{framework.decorator} runs {name}() in the sandbox, where its `{declared}` "
         f"(the framework's context object) cannot go: it stays on the host.\n"
         f"Do the context work on the host and pass plain values to the sandboxed body:\n\n"
         f"    @sandbox\n"
         f"    {prefix}def _{name}(...): ...          # the body, in the sandbox\n\n"
         f"    {host}\n"
-        f"    {prefix}def {name}(..., {parameter.name}: {shown}):  # on the host, with the context\n"
+        f"    {prefix}def {name}(..., {declared}):  # on the host, with the context\n"
         f"        ...use {parameter.name}...\n"
         f"        return {await_}_{name}(...)\n\n"
-        f"or give the parameter a default (`{parameter.name}: {shown} = None`): the sandboxed body "
+        f"or give the parameter a default (`{declared} = None`): the sandboxed body "
         f"then receives the default (see docs/integrations.md)."
     )
 
