@@ -379,6 +379,12 @@ def sandbox(function: Callable[..., Any] | None = None, *, timeout: float | None
     """
     if function is None:
         return lambda f: sandbox(f, timeout=timeout)
+    if getattr(function, TOOL_MARKER, None) is not None:
+        raise TypeError(
+            f"@sandbox: {function.__name__} is already a tool made by "
+            f"pysandboxes-{getattr(function, TOOL_MARKER)}, whose decorator runs its body in the "
+            "sandbox: remove @sandbox"
+        )
     kind = type(function)
     framework_object = not isinstance(function, type) and kind.__module__ not in ("builtins", "functools")
     if not callable(function) or not hasattr(function, "__qualname__") or framework_object:
@@ -386,12 +392,6 @@ def sandbox(function: Callable[..., Any] | None = None, *, timeout: float | None
             f"@sandbox decorates a function, not a {kind.__module__}.{kind.__qualname__} (a framework's "
             "tool object?): put @sandbox under the framework's decorator, or use the framework's "
             "adapter (docs/integrations.md)"
-        )
-    if getattr(function, TOOL_MARKER, None) is not None:
-        raise TypeError(
-            f"@sandbox: {function.__name__} is already a tool made by "
-            f"pysandboxes-{getattr(function, TOOL_MARKER)}, whose decorator runs its body in the "
-            "sandbox: remove @sandbox"
         )
     key = registry.register(function)
     flags = code_flags(function)

@@ -138,6 +138,7 @@ _BASE_READ_FILES = (
     "/etc/ld.so.cache",
     "/etc/localtime",
     "/etc/nsswitch.conf",
+    "/etc/mime.types",  # mimetypes.init() at import (agno, httpx): public data
     "/dev/urandom",
     "/dev/random",
     "/dev/zero",
