@@ -267,7 +267,10 @@ def test_plan_never_grants_broad_directories(rules: Any, monkeypatch: pytest.Mon
     assert not any(f.startswith("/etc/") and f not in _ETC_FILES for f in plan.read_files), plan.read_files
 
 
-_ETC_FILES = {os.path.realpath(f) for f in ("/etc/ld.so.cache", "/etc/localtime", "/etc/nsswitch.conf")}
+_ETC_FILES = {
+    os.path.realpath(f)
+    for f in ("/etc/ld.so.cache", "/etc/localtime", "/etc/nsswitch.conf", "/etc/mime.types")
+}
 
 
 def test_first_sys_path_entry_is_not_granted(
