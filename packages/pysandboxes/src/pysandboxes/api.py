@@ -24,6 +24,7 @@ import sys
 import threading
 
 from ._frames import without_own_frames
+from ._state import State as _State
 from .errors import SandBoxError
 from .remote import registry
 from .remote.child import in_sandbox
@@ -39,9 +40,7 @@ __all__ = ["is_in_sandbox", "run", "sandbox", "sandboxes"]
 
 def is_in_sandbox() -> bool:
     """True inside the sandbox's child process (where ``@sandbox`` calls are direct)."""
-    from ._state import State
-
-    return State.in_sandbox
+    return _State.in_sandbox
 
 
 # -- the session ---------------------------------------------------------------------------
@@ -225,6 +224,8 @@ def _collect_refusal(found: list[BaseException]) -> None:
         _refuse_functions_held_elsewhere()
     except SandBoxError as exc:
         found.append(exc)
+    except Exception as exc:  # the check failing must not let the sandbox start unchecked
+        found.append(SandBoxError(f"@sandbox: could not check who holds the @sandbox functions: {exc!r}"))
 
 
 def _refuse_functions_held_elsewhere() -> None:

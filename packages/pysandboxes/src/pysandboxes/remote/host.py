@@ -980,24 +980,22 @@ def program_sources(modules: Sequence[str], main_file: str | None) -> list[str]:
     the modules the host loaded from the same directories (siblings such as a ``helpers.py`` the
     tools import). Read-only in the child's view (namespace providers) or by the kernel
     (landlock), which confines the child before it imports them; nothing else of the project."""
+
+    def entry(path: str) -> tuple[str, str]:
+        """What to expose for a module's file, and the directory it was found in."""
+        if os.path.basename(path) == "__init__.py":
+            path = os.path.dirname(path)
+        return path, os.path.dirname(path)
+
     files: dict[str, None] = {}
     folders: set[str] = set()
-
-    def add(path: str) -> None:
-        real = os.path.realpath(path)
-        if os.path.basename(real) == "__init__.py":
-            real = os.path.dirname(real)
-            folders.add(os.path.dirname(real))
-        else:
-            folders.add(os.path.dirname(real))
-        files[real] = None
-
-    if main_file:
-        add(main_file)
-    for name in modules:
-        path = getattr(sys.modules.get(name), "__file__", None)
+    sources: list[Any] = [main_file] if main_file else []
+    sources += [getattr(sys.modules.get(name), "__file__", None) for name in modules]
+    for path in sources:
         if isinstance(path, str) and os.path.exists(path):
-            add(path)
+            real, holder = entry(os.path.realpath(path))
+            files[real] = None
+            folders.add(holder)
     installed = (sys.prefix, sys.base_prefix, sys.exec_prefix)
     folders = {
         f
@@ -1006,14 +1004,17 @@ def program_sources(modules: Sequence[str], main_file: str | None) -> list[str]:
         and "/site-packages" not in f
         and "/dist-packages" not in f
     }
+    # siblings: compared by the path as imported first, resolved only when it may be one (a
+    # framework loads thousands of modules, each resolution a few system calls)
+    near = folders | {os.path.dirname(f) for f in folders}
     for module in list(sys.modules.values()):
-        path = getattr(module, "__file__", None)
-        if not isinstance(path, str) or not path.endswith(".py"):
+        loaded = getattr(module, "__file__", None)
+        if not isinstance(loaded, str) or not loaded.endswith(".py"):
             continue
-        real = os.path.realpath(path)
-        holder = os.path.dirname(real)
-        if os.path.basename(real) == "__init__.py":
-            real, holder = holder, os.path.dirname(holder)
+        path = loaded
+        if os.path.dirname(path) not in near and os.path.realpath(os.path.dirname(path)) not in near:
+            continue
+        real, holder = entry(os.path.realpath(path))
         if holder in folders and os.path.exists(real):
             files[real] = None
     return [f for f in files if not any(f != d and f.startswith(d + "/") for d in files)]
