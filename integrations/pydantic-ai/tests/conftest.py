@@ -123,7 +123,7 @@ class PydanticAIHarness(Harness):
     environment: ClassVar[Mapping[str, str]] = {"OTEL_SDK_DISABLED": "true"}
     wrong_usages = (
         (
-            'from pysandboxes_pydantic_ai import sandboxed_tool\n\n\n@sandboxed_tool(agent)\n'
+            "from pysandboxes_pydantic_ai import sandboxed_tool\n\n\n@sandboxed_tool(agent)\n"
             'def no_context(text: str) -> str:\n    """No RunContext first."""\n    return text\n',
             "@sandboxed_tool(agent): the first parameter of no_context() must be the `ctx: RunContext[...]`",
         ),

@@ -123,8 +123,7 @@ def _sandboxed(
         if "which was already imported" not in str(exc):
             raise
         raise TypeError(
-            f"{exc}; or mark it @sandbox there: a @sandbox function of any module can be given to "
-            f"{decorator}"
+            f"{exc}; or mark it @sandbox there: a @sandbox function of any module can be given to {decorator}"
         ) from None
 
 
@@ -254,7 +253,9 @@ class SandboxedToolset(FunctionToolset[AgentDepsT]):
         self._open: list[sandboxes] = []
         super().__init__(list(tools), **toolset_kwargs)
 
-    def add_function(self, func: Any, takes_ctx: bool | None = None, *args: Any, **kwargs: Any) -> Tool[AgentDepsT]:
+    def add_function(
+        self, func: Any, takes_ctx: bool | None = None, *args: Any, **kwargs: Any
+    ) -> Tool[AgentDepsT]:
         """``FunctionToolset.add_function`` with the function's body sandboxed."""
         if not is_sandboxed_tool(func):
             if takes_ctx is None:

@@ -305,7 +305,10 @@ def _first_context(signature: inspect.Signature, hints: dict[str, Any], framewor
     if not framework.context_first:
         return None
     parameter = next(iter(signature.parameters.values()), None)
-    if parameter is None or parameter.kind not in (parameter.POSITIONAL_ONLY, parameter.POSITIONAL_OR_KEYWORD):
+    if parameter is None or parameter.kind not in (
+        parameter.POSITIONAL_ONLY,
+        parameter.POSITIONAL_OR_KEYWORD,
+    ):
         return None
     annotation = hints.get(parameter.name, parameter.annotation)
     return parameter.name if framework.is_context(parameter.name, annotation) else None
