@@ -417,6 +417,24 @@ def test_concurrent_runs_share_one_child(files: tuple[Files, ModuleType]) -> Non
     assert_closed(tools)
 
 
+def test_async_with_agent_keeps_one_child_for_its_runs(files: tuple[Files, ModuleType]) -> None:
+    _, tools = files
+    agent = Agent(toolsets=[tools.box], deps_type=tools.Deps)
+
+    async def twice() -> list[Any]:
+        async with agent:
+            results = [
+                await agent.run("go", model=scripted([("body_pid", {})]), deps=tools.Deps("a"))
+                for _ in range(2)
+            ]
+            assert tools._greeting("a", "still open").startswith("still open, a")  # between the runs too
+        return results
+
+    (first,), (second,) = (seen(result.all_messages()) for result in drive(twice()))
+    assert first == second and int(first.text) != os.getpid()
+    assert_closed(tools)
+
+
 def test_a_sandbox_function_of_an_imported_module_is_a_toolset_tool(files: tuple[Files, ModuleType]) -> None:
     """``measure`` is a @sandbox function of the helpers module, imported before the tools module
     gave it to its SandboxedToolset: the child finds it (the helpers' import registers it)."""
