@@ -125,7 +125,7 @@ class PydanticAIHarness(Harness):
         (
             "from pysandboxes_pydantic_ai import sandboxed_tool\n\n\n@sandboxed_tool(agent)\n"
             'def no_context(text: str) -> str:\n    """No RunContext first."""\n    return text\n',
-            "@sandboxed_tool(agent): the first parameter of no_context() must be the `ctx: RunContext[...]`",
+            "@sandboxed_tool(agent): the first parameter of no_context() must be the `ctx: RunContext[...]` (annotated",
         ),
         (
             "from pysandboxes_pydantic_ai import sandboxed_tool_plain\n\n\n@sandboxed_tool_plain\n"
@@ -136,6 +136,11 @@ class PydanticAIHarness(Harness):
             "from pydantic_ai import Tool\n\n\ndef on_host(text: str) -> str:\n"
             '    """A plain function."""\n    return text\n\n\nbox = SandboxedToolset([Tool(on_host)])\n',
             "SandboxedToolset runs its tools' bodies in the sandbox; the Tool 'on_host' wraps",
+        ),
+        (
+            'def untyped(ctx, text: str) -> str:\n    """An unannotated context."""\n    return text\n\n\n'
+            "toolset.add_function(untyped, takes_ctx=True)\n",
+            "SandboxedToolset: the first parameter of untyped() must be the `ctx: RunContext[...]` (annotated",
         ),
         (
             "import colorsys\n\nbox = SandboxedToolset([colorsys.rgb_to_hsv])\n",

@@ -116,6 +116,13 @@ def _takes_ctx(function: Callable[..., Any]) -> bool:
 def _sandboxed(
     function: Any, decorator: str, takes_ctx: bool, on_denial: str, sandbox_timeout: float | None
 ) -> Callable[..., Any]:
+    if takes_ctx and isinstance(function, types.FunctionType) and not _takes_ctx(function):
+        # the context would be sent to the child as an argument: refuse it here
+        raise TypeError(
+            f"{decorator}: the first parameter of {function.__name__}() must be the "
+            "`ctx: RunContext[...]` (annotated: the sandbox keeps it on the host), as for "
+            "agent.tool; a tool without it is @sandboxed_tool_plain(agent)"
+        )
     framework = _framework(decorator, takes_ctx)
     try:
         return sandboxed(function, framework, on_denial=on_denial, timeout=sandbox_timeout)
@@ -174,12 +181,6 @@ def sandboxed_tool(
     _check_on_denial(on_denial)
 
     def decorate(function: Callable[..., Any]) -> Callable[..., Any]:
-        if isinstance(function, types.FunctionType) and not _takes_ctx(function):
-            raise TypeError(
-                f"{decorator}: the first parameter of {function.__name__}() must be the "
-                "`ctx: RunContext[...]`, as for agent.tool; a tool without it is "
-                "@sandboxed_tool_plain(agent)"
-            )
         wrapper = _sandboxed(function, decorator, True, on_denial, sandbox_timeout)
         target.tool(**tool_kwargs)(wrapper)
         return wrapper
