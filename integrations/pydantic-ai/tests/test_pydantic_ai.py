@@ -22,7 +22,7 @@ from typing import Any
 import pytest
 from pydantic_ai import Agent
 from pydantic_ai.exceptions import UnexpectedModelBehavior
-from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart
+from pydantic_ai.messages import ModelMessage, ModelResponse, TextPart, ToolCallPart
 from pydantic_ai.models.function import AgentInfo, FunctionModel
 
 from pysandboxes import SandBoxError
@@ -414,6 +414,31 @@ def test_concurrent_runs_share_one_child(files: tuple[Files, ModuleType]) -> Non
 
     (first,), (second,) = (seen(result.all_messages()) for result in drive(both()))
     assert first == second and int(first.text) != os.getpid()
+    assert_closed(tools)
+
+
+def test_parallel_tool_calls_of_one_response_share_the_child(files: tuple[Files, ModuleType]) -> None:
+    """pydantic-ai runs the calls of one model response concurrently (sync ones on worker
+    threads): each reaches the same child."""
+    made, tools = files
+    calls = [
+        ToolCallPart("body_pid", {}, tool_call_id="a"),
+        ToolCallPart("async_body_pid", {"delay": 0.05}, tool_call_id="b"),
+        ToolCallPart("read_text", {"path": made.notes}, tool_call_id="c"),
+        ToolCallPart("read_text", {"path": made.secret}, tool_call_id="d"),
+    ]
+
+    def respond(messages: list[ModelMessage], info: AgentInfo) -> ModelResponse:
+        if len(messages) > 1:
+            return ModelResponse(parts=[TextPart("done")])
+        return ModelResponse(parts=calls)
+
+    agent = Agent(toolsets=[tools.box], deps_type=tools.Deps)
+    result = agent.run_sync("go", model=FunctionModel(respond), deps=tools.Deps("a"))
+    by_id = {part.tool_call_id: part for part in returns(result.all_messages())}
+    assert by_id["a"].content == by_id["b"].content != os.getpid()
+    assert (by_id["c"].outcome, by_id["c"].content) == ("success", "one\ntwo\n")
+    assert (by_id["d"].outcome, by_id["d"].content) == ("failed", made.refused)
     assert_closed(tools)
 
 
