@@ -192,6 +192,46 @@ FRAMEWORKS = {
                 return module.add._tool_func
         """,
     },
+    "pydantic-ai": {
+        "plain": """
+            from pydantic_ai import FunctionToolset
+
+            toolset = FunctionToolset()
+
+            @toolset.tool_plain
+            def add(a: int, b: int) -> int:
+                '''Add two integers.'''
+                return a + b
+        """,
+        "sandboxed": """
+            from pysandboxes import sandbox
+            from pysandboxes_pydantic_ai import SandboxedToolset
+
+            toolset = SandboxedToolset()
+
+            @toolset.tool_plain
+            def add(a: int, b: int) -> int:
+                '''Add two integers.'''
+                return a + b
+
+            @sandbox
+            def bare(a: int, b: int) -> int:
+                return a + b
+        """,
+        # FunctionToolset.call_tool awaits the tool's FunctionSchema.call (validated arguments;
+        # a sync function runs on a worker thread); the RunContext is only read by context tools
+        "call": """
+            import asyncio
+
+            def caller(module):
+                loop = asyncio.new_event_loop()
+                call = module.toolset.tools["add"].function_schema.call
+                return lambda: loop.run_until_complete(call({"a": 1, "b": 2}, None))
+
+            def function(module):  # what the Tool calls: the function, or our wrapper
+                return module.toolset.tools["add"].function
+        """,
+    },
 }
 
 DRIVER = """
