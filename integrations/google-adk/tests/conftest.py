@@ -9,12 +9,12 @@ from collections.abc import AsyncGenerator, Mapping, Sequence
 from types import ModuleType
 from typing import Any, ClassVar
 
+import pydantic
 import pytest
 
-#: no .env loading, no telemetry, in this process and every process the suite starts
-ENVIRONMENT = {"ADK_DISABLE_LOAD_DOTENV": "1", "OTEL_SDK_DISABLED": "true"}
-for _name, _value in ENVIRONMENT.items():
-    os.environ.setdefault(_name, _value)
+# no .env loading, no telemetry, in this process and every process the suite starts
+os.environ.setdefault("ADK_DISABLE_LOAD_DOTENV", "1")
+os.environ.setdefault("OTEL_SDK_DISABLED", "true")
 
 from google.adk.agents import LlmAgent
 from google.adk.apps import App
@@ -30,12 +30,14 @@ from google.genai import types
 from pysandboxes.tools import is_sandboxed_tool
 from pysandboxes_conformance import Call, Harness, Seen
 
+ENVIRONMENT = {"ADK_DISABLE_LOAD_DOTENV": "1", "OTEL_SDK_DISABLED": "true"}
+
 
 class ScriptedLlm(BaseLlm):
     """An offline ADK model: one function call per turn, in order, then a final text."""
 
     model: str = "scripted"
-    calls: list[Any] = []
+    calls: list[Any] = pydantic.Field(default_factory=list)
 
     async def generate_content_async(
         self, llm_request: LlmRequest, stream: bool = False
