@@ -10,7 +10,8 @@ same made by the adapter, plus a bare ``@sandbox`` function). It measures, in 5 
 2. **enter**: ``with sandboxes():`` entering and the first call of the sandboxed tool (the child
    starts, imports ``sb_tools`` and the framework before the rules apply, answers);
 3. **per call**, after warm-up, through the framework's own dispatch (MCP: ``MCPServer.call_tool``;
-   LangChain: ``tool.invoke``; agno: ``FunctionCall.execute``; strands: ``DecoratedFunctionTool.stream``): the plain tool, the sandboxed tool, and the bare ``@sandbox``
+   LangChain: ``tool.invoke``; agno: ``FunctionCall.execute``; strands: ``DecoratedFunctionTool.stream``;
+   google-adk: ``FunctionTool.run_async``): the plain tool, the sandboxed tool, and the bare ``@sandbox``
    round trip; the adapter's own part is (sandboxed - plain) - round trip.
 
 pysandboxes 0.7.0 has no adapters (its samples hand-write the wrapper and the error-to-text
@@ -190,6 +191,45 @@ FRAMEWORKS = {
 
             def function(module):  # what the DecoratedFunctionTool calls: the function, or our wrapper
                 return module.add._tool_func
+        """,
+    },
+    "google-adk": {
+        "plain": """
+            from google.adk.tools import FunctionTool
+
+            @FunctionTool
+            def add(a: int, b: int) -> int:
+                '''Add two integers.'''
+                return a + b
+        """,
+        "sandboxed": """
+            from pysandboxes import sandbox
+            from pysandboxes_google_adk import SandboxedFunctionTool
+
+            @SandboxedFunctionTool
+            def add(a: int, b: int) -> int:
+                '''Add two integers.'''
+                return a + b
+
+            @sandbox
+            def bare(a: int, b: int) -> int:
+                return a + b
+        """,
+        "call": """
+            import asyncio
+            from unittest import mock
+
+            from google.adk.tools import ToolContext
+
+            def caller(module):
+                loop = asyncio.new_event_loop()
+                tool = module.add
+                context = mock.create_autospec(ToolContext, instance=True)  # what ADK passes
+                args = {"a": 1, "b": 2}
+                return lambda: loop.run_until_complete(tool.run_async(args=args, tool_context=context))
+
+            def function(module):  # what the FunctionTool calls: the function, or our wrapper
+                return module.add.func
         """,
     },
 }
