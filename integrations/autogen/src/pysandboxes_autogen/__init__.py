@@ -19,20 +19,18 @@ See docs/integrations.md.
 from __future__ import annotations
 
 from ._adapter import (
-    STOPPED,
+    REFUSED,
     HostFunctionTool,
     SandboxedFunctionTool,
     SandboxRefusal,
-    SandboxStop,
     host_tool,
     sandboxed_tool,
 )
 
 __all__ = [
-    "STOPPED",
+    "REFUSED",
     "HostFunctionTool",
     "SandboxRefusal",
-    "SandboxStop",
     "SandboxedFunctionTool",
     "host_tool",
     "sandboxed_tool",

@@ -4,10 +4,15 @@ decorator form ``@sandboxed_tool``, and the host-side ``HostFunctionTool`` / ``@
 An agent's workbench turns any exception of a tool into the error result the model reads
 (``FunctionExecutionResult(content=str(exc), is_error=True)``), and the run goes on. A refusal is
 therefore raised as :class:`SandboxRefusal`, whose message is the denial text: the model reads
-the first line of each refusal, without the hint for the developer. ``on_denial="raise"`` cannot
-leave the refusal itself to autogen (the workbench would hand the model its whole message, hint
-included): the tool's result reads :data:`STOPPED` and the run's ``CancellationToken`` is
-cancelled, autogen's own way of stopping a run.
+the first line of each refusal, without the hint for the developer.
+
+``on_denial="raise"`` cannot leave the refusal itself to autogen (the workbench would hand the
+model its whole message, hint included), and a tool cannot end an ``AssistantAgent`` run: an
+exception that escapes the workbench, or the run's ``CancellationToken`` cancelled from within a
+tool, leaves the agent waiting for tool results forever (autogen-agentchat 0.7.5). So the
+refusal is raised as ``SandboxRefusal(REFUSED)``: the model reads only :data:`REFUSED`, not what
+was refused; the exception's ``__cause__`` is the full refusal (and the ``Pysandboxes`` logger
+has it).
 
 AutoGen has no run lifecycle hook to open the sandbox in: the first sandboxed call opens it (and
 leaves it up until Python exits), or the application opens it once with
@@ -18,7 +23,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from autogen_core import CancellationToken
 from autogen_core.tools import FunctionTool
 
 from pysandboxes.tools import ON_DENIAL, Framework, hosted, sandboxed
@@ -27,20 +31,18 @@ if TYPE_CHECKING:
     from collections.abc import Callable, Sequence
 
     from autogen_core.code_executor import Import
-    from pydantic import BaseModel
 
 __all__ = [
-    "STOPPED",
+    "REFUSED",
     "HostFunctionTool",
     "SandboxRefusal",
-    "SandboxStop",
     "SandboxedFunctionTool",
     "host_tool",
     "sandboxed_tool",
 ]
 
-#: the result of a tool whose refusal stops the run (``on_denial="raise"``)
-STOPPED = "The sandbox refused this tool call: the run stops here."
+#: what the model reads of a refusal of a tool made with ``on_denial="raise"``
+REFUSED = "The sandbox refused this tool call."
 
 _LIFECYCLE = "async with pysandboxes.sandboxes(): (around the agent's runs)"
 
@@ -50,21 +52,12 @@ class SandboxRefusal(Exception):
     (the first line of each refusal, without the hint for the developer)."""
 
 
-class SandboxStop(SandboxRefusal):
-    """A refusal of a tool made with ``on_denial="raise"``: the run's cancellation token is
-    cancelled; the message the model may read is :data:`STOPPED`."""
-
-    def __init__(self, text: str) -> None:
-        super().__init__(STOPPED)
-        self.denial = text
-
-
 def _refusal(text: str, exc: BaseException) -> Any:
     raise SandboxRefusal(text) from exc
 
 
-def _stop(text: str, exc: BaseException) -> Any:
-    raise SandboxStop(text) from exc
+def _refused(text: str, exc: BaseException) -> Any:
+    raise SandboxRefusal(REFUSED) from exc
 
 
 def _is_context(name: str, annotation: Any) -> bool:
@@ -78,7 +71,7 @@ def _framework(on_denial: str, decorator: str, host_decorator: str) -> Framework
     return Framework(
         "autogen",
         decorator=decorator,
-        refusal=_refusal if on_denial == "text" else _stop,
+        refusal=_refusal if on_denial == "text" else _refused,
         is_context=_is_context,
         host_decorator=host_decorator,
         lifecycle=_LIFECYCLE,
@@ -86,14 +79,7 @@ def _framework(on_denial: str, decorator: str, host_decorator: str) -> Framework
 
 
 class _Tool(FunctionTool):
-    """What the two tools share: the stop of ``on_denial="raise"``, and no serialization."""
-
-    async def run(self, args: BaseModel, cancellation_token: CancellationToken) -> Any:
-        try:
-            return await super().run(args, cancellation_token)
-        except SandboxStop:
-            cancellation_token.cancel()  # the run stops at its next step (the model's call)
-            raise
+    """What the two tools share: no serialization."""
 
     def _to_config(self) -> Any:
         raise TypeError(
