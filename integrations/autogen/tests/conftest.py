@@ -44,13 +44,13 @@ def client(calls: Sequence[Call]) -> ReplayChatCompletionClient:
 def tools_of(module: ModuleType) -> list[Any]:
     """The module's tools: autogen tool objects, and the public functions defined there (which
     ``AssistantAgent`` makes ``FunctionTool``s itself)."""
-    found = []
-    for name, value in vars(module).items():
+
+    def is_tool(name: str, value: Any) -> bool:
         if isinstance(value, BaseTool):
-            found.append(value)
-        elif inspect.isfunction(value) and value.__module__ == module.__name__ and not name.startswith("_"):
-            found.append(value)
-    return found
+            return True
+        return inspect.isfunction(value) and value.__module__ == module.__name__ and not name.startswith("_")
+
+    return [value for name, value in vars(module).items() if is_tool(name, value)]
 
 
 def agent(module: ModuleType, calls: Sequence[Call], **kwargs: Any) -> AssistantAgent:
