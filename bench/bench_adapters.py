@@ -11,7 +11,7 @@ same made by the adapter, plus a bare ``@sandbox`` function). It measures, in 5 
    starts, imports ``sb_tools`` and the framework before the rules apply, answers);
 3. **per call**, after warm-up, through the framework's own dispatch (MCP: ``MCPServer.call_tool``;
    LangChain: ``tool.invoke``; agno: ``FunctionCall.execute``; strands: ``DecoratedFunctionTool.stream``;
-   google-adk: ``FunctionTool.run_async``): the plain tool, the sandboxed tool, and the bare ``@sandbox``
+   google-adk: ``FunctionTool.run_async``; autogen: ``FunctionTool.run_json``): the plain tool, the sandboxed tool, and the bare ``@sandbox``
    round trip; the adapter's own part is (sandboxed - plain) - round trip.
 
 pysandboxes 0.7.0 has no adapters (its samples hand-write the wrapper and the error-to-text
@@ -230,6 +230,43 @@ FRAMEWORKS = {
 
             def function(module):  # what the FunctionTool calls: the function, or our wrapper
                 return module.add.func
+        """,
+    },
+    "autogen": {
+        "plain": """
+            from autogen_core.tools import FunctionTool
+
+            def _add(a: int, b: int) -> int:
+                return a + b
+
+            add = FunctionTool(_add, description="Add two integers.", name="add")
+        """,
+        "sandboxed": """
+            from pysandboxes import sandbox
+            from pysandboxes_autogen import sandboxed_tool
+
+            @sandboxed_tool
+            def add(a: int, b: int) -> int:
+                '''Add two integers.'''
+                return a + b
+
+            @sandbox
+            def bare(a: int, b: int) -> int:
+                return a + b
+        """,
+        "call": """
+            import asyncio
+
+            from autogen_core import CancellationToken
+
+            def caller(module):
+                loop = asyncio.new_event_loop()
+                tool = module.add
+                args = {"a": 1, "b": 2}
+                return lambda: loop.run_until_complete(tool.run_json(args, CancellationToken()))
+
+            def function(module):  # what the FunctionTool calls: the function, or our wrapper
+                return module.add._func
         """,
     },
 }
