@@ -14,8 +14,9 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from pysandboxes import sandbox_denials
 from samples_shared.tools import fetch_webpage
+
+from pysandboxes import sandbox_denials
 
 HERE = Path(__file__).resolve().parent
 DATA = HERE / "data"

@@ -308,6 +308,7 @@ class _ChatHandler(BaseHTTPRequestHandler):
 
 # -- checks -----------------------------------------------------------------------------------
 
+
 def profile_problems(path: Path) -> list[str]:
     """The active lines of a shipped profile that would make it broad: ``python-import=*``,
     ``learn=``, ``python-api=ALLOW:process-exec`` or ``ALLOW:*``, ``expose-*=/dev`` or ``/``,
@@ -348,7 +349,9 @@ def sample_env(home: Path, **extra: str) -> dict[str, str]:
     return env
 
 
-def plain_python(code: str, *, env: Mapping[str, str], cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
+def plain_python(
+    code: str, *, env: Mapping[str, str], cwd: Path | None = None
+) -> subprocess.CompletedProcess[str]:
     """``code`` run by this environment's plain ``python`` (no sandbox), in a fresh process (an
     armed sandbox of the test process would decide otherwise)."""
     return subprocess.run(
