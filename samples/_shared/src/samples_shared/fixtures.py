@@ -17,6 +17,16 @@ def pages() -> Iterator[PageServer]:
         yield server
 
 
+@pytest.fixture(scope="session")
+def page_env(pages: PageServer) -> Iterator[PageServer]:
+    """``pages``, with ``PAGE_HOST``/``PAGE_PORT`` set in this process's environment (the
+    samples' ``net=`` rule for pages reads them when a test opens the sandbox in-process)."""
+    with pytest.MonkeyPatch.context() as patch:
+        for name, value in pages.env().items():
+            patch.setenv(name, value)
+        yield pages
+
+
 @pytest.fixture
 def chat_server() -> Iterator[ScriptedChatServer]:
     """A scripted chat-completions server on loopback; set ``chat_server.script`` first."""

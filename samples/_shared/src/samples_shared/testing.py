@@ -350,14 +350,15 @@ def sample_env(home: Path, **extra: str) -> dict[str, str]:
 
 
 def plain_python(
-    code: str, *, env: Mapping[str, str], cwd: Path | None = None
+    code: str, *, env: Mapping[str, str], cwd: Path | None = None, input: str | None = None
 ) -> subprocess.CompletedProcess[str]:
-    """``code`` run by this environment's plain ``python`` (no sandbox), in a fresh process (an
-    armed sandbox of the test process would decide otherwise)."""
+    """``code`` run by this environment's plain ``python`` (no ``python-sb``), in a fresh
+    process (an armed sandbox of the test process would decide otherwise)."""
     return subprocess.run(
         [sys.executable, "-c", code],
         env=dict(env),
         cwd=cwd,
+        input=input,
         capture_output=True,
         text=True,
         timeout=120,
