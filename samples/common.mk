@@ -24,8 +24,10 @@ WITH_SERVERS := $(PY) -m samples_shared.with_servers
 
 .PHONY: env test learn learn-check
 
+# the environments this sample needs (another sample's too, for a client launching a server)
+ENVS ?= $(NAME)
 env:
-	@bash $(ROOT)/scripts/sample-envs.sh $(NAME)
+	@bash $(ROOT)/scripts/sample-envs.sh $(ENVS)
 
 # strict, offline (the tests start their own loopback servers), under the root's pytest settings
 test: env
