@@ -46,8 +46,10 @@ def refusal_of(tool, **arguments) -> str:
     return "\n".join(denials)
 
 
-def model(chat: ScriptedChatServer) -> ChatOpenAI:
-    return ChatOpenAI(model=chat.model, base_url=chat.base_url, api_key="sk-scripted-not-a-key")
+def model(chat: ScriptedChatServer, *, streaming: bool = False) -> ChatOpenAI:
+    return ChatOpenAI(
+        model=chat.model, base_url=chat.base_url, api_key="sk-scripted-not-a-key", streaming=streaming
+    )
 
 
 # (1) negative control: the same escape succeeds under plain python, in a process of its own
@@ -90,9 +92,11 @@ def test_documents_are_read_and_nothing_beside_them(sandbox: PageServer) -> None
     assert "RuleFileNotFoundError" in refusal_of(tools.read_document, name="../env.example")
 
 
-# (6) the real agent loop: the model receives each refusal as text, without the hint
+# (6) the real agent loop: the model receives each refusal as text, without the hint (the
+# answers streamed, tool calls included, and not)
+@pytest.mark.parametrize("streaming", [False, True], ids=["whole", "streamed"])
 def test_the_model_receives_the_refusals_as_text(
-    sandbox: PageServer, chat_server: ScriptedChatServer
+    streaming: bool, sandbox: PageServer, chat_server: ScriptedChatServer
 ) -> None:
     chat_server.script = [
         tool_calls(
@@ -102,13 +106,16 @@ def test_the_model_receives_the_refusals_as_text(
         ),
         reply("Two of them were refused."),
     ]
-    result = build_agent(model(chat_server)).invoke({"messages": [{"role": "user", "content": "go"}]})
+    result = build_agent(model(chat_server, streaming=streaming)).invoke(
+        {"messages": [{"role": "user", "content": "go"}]}
+    )
     assert result["messages"][-1].content == "Two of them were refused."
     sane, port, escape = chat_server.tool_messages()
     assert sane == "14"
     assert "RuleSocketConnectionRefusedError" in port or "DENIED" in port
     assert "EvalSyntaxRejected" in escape
     assert HINT not in port + escape
+    assert bool(chat_server.requests[0].get("stream")) is streaming
 
 
 # (7) the shipped profiles hold no broad rule
