@@ -1,0 +1,59 @@
+"""``python -m samples_shared.learn_check LEARNED ACTIVE``: what ``make learn-check`` asks.
+
+Runs ``pysandboxes diff LEARNED ACTIVE`` and fails (exit 1, the candidates printed) when learning
+proposes an active rule that ACTIVE lacks. Not counted: commented candidates (imports tried
+and absent, names seen by a scan of ``os.environ``: they grant nothing), and the rules ACTIVE
+declines after review, each on a comment line of its own::
+
+    # declined: python-api=ALLOW:subprocess.Popen  (why it is not granted)
+
+so that a refusal the program survives (a library probing the platform) stays a reviewed
+decision rather than a right, and learning it again does not fail the check.
+"""
+
+from __future__ import annotations
+
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+_CANDIDATE = re.compile(r"^.*\(\d+\): (?P<rule>.*)$")
+_DECLINED = re.compile(r"^#\s*declined:\s*(?P<rule>\S+)")
+
+
+def declined(active: Path) -> set[str]:
+    lines = active.read_text(encoding="utf-8").splitlines()
+    return {m["rule"] for line in lines if (m := _DECLINED.match(line.strip()))}
+
+
+def main(argv: list[str]) -> int:
+    learned, active = Path(argv[0]), Path(argv[1])
+    if not learned.exists():  # learning wrote nothing: it saw nothing new
+        print(f"{active}: learning proposed nothing")
+        return 0
+    pysandboxes = Path(sys.executable).with_name("pysandboxes")
+    diff = subprocess.run(
+        [str(pysandboxes), "diff", str(learned), str(active)], capture_output=True, text=True, check=False
+    )
+    if diff.returncode not in (0, 1):
+        print(diff.stderr, file=sys.stderr, end="")
+        return 2
+    refused = declined(active)
+    found = []
+    for line in diff.stdout.splitlines():
+        match = _CANDIDATE.match(line)
+        if match is None or match["rule"].startswith("#"):
+            continue
+        if match["rule"] not in refused:
+            found.append(line)
+    if found:
+        print(f"{active} lacks what learning proposes (copy each reviewed rule, or decline it):")
+        print("\n".join(found))
+        return 1
+    print(f"{active}: learning proposes nothing it lacks")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

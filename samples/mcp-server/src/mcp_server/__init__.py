@@ -1,0 +1,1 @@
+"""An MCP server (mcp 2.x ``MCPServer``) whose tools, resource and prompt run in the sandbox."""
