@@ -845,3 +845,27 @@ def test_dotenv_disabled_while_learning_grants_only_the_variable(learn: Learn) -
     assert "PYTHON_DOTENV_DISABLED" not in learn.text()
     assert "OTHER_SECRET" not in learn.text()
     assert learn.strict("app.py", env=env).lines == ["x"]
+
+
+def test_explicit_api_deny_still_refuses_while_learning(learn: Learn) -> None:
+    learn.rules("python-api=DENY:process-exec", "python-import=subprocess")
+    learn.write("app.py", 'import subprocess\nsubprocess.run(["true"])\n')
+    before = learn.text()
+    outcome = learn.run("--learn", "app.py")
+    assert outcome.returncode == 1
+    assert outcome.errors[-3:] == [
+        "pysandboxes.errors.RuleApiPermissionError: subprocess.Popen() (category: process-exec) DENIED by "
+        "explicit rule 'python-api=DENY:process-exec' from .py-sandboxes(2)",
+        "python-sb: learned 1 rule into ./.py-sandboxes (files 1)",
+        "python-sb: review them before use: git diff ./.py-sandboxes  (or pysandboxes check ./.py-sandboxes)",
+    ]
+    # the read of /usr/bin (the program's PATH lookup) is learned; the refused call is not
+    assert "python-api=ALLOW" not in learn.text().replace(before, "")
+
+
+def test_without_the_explicit_api_deny_learning_grants_the_call(learn: Learn) -> None:
+    learn.rules("python-import=subprocess")
+    learn.write("app.py", 'import subprocess\nsubprocess.run(["true"])\n')
+    outcome = learn.run("--learn", "app.py")
+    assert outcome.returncode == 0, outcome.stderr
+    assert "python-api=ALLOW:subprocess.Popen" in learn.text()

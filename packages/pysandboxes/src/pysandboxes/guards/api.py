@@ -159,7 +159,20 @@ WRAPPED: tuple[tuple[str, str, str], ...] = (
 )
 
 
-def refusal_message(function: str, category: str) -> str:
+def explicit_denials(policy: Policy, denied: Mapping[str, str]) -> dict[str, str]:
+    """The denied functions an explicit ``python-api=DENY:`` rule names (itself, its category or
+    ``*``): function -> that rule, described for a message (file and line)."""
+    explicit: dict[str, str] = {}
+    for function in denied:
+        decision = policy.decide_api(function)
+        if decision.rule is not None and not decision.allowed:
+            explicit[function] = decision.rule.rule.describe()
+    return explicit
+
+
+def refusal_message(function: str, category: str, explicit: str | None = None) -> str:
+    if explicit is not None:
+        return f"{function}() (category: {category}) DENIED by explicit rule {explicit}"
     return (
         f"{function}() is denied by the API guard (category: {category}).\n"
         f"Add `python-api=ALLOW:{function}` for this function only, or "
@@ -167,9 +180,14 @@ def refusal_message(function: str, category: str) -> str:
     )
 
 
-def _refuse(function, _denied=None, _Refused=None, _eval_declared=False):  # type: ignore[no-untyped-def]
+def _refuse(function, _denied=None, _Refused=None, _eval_declared=False, _explicit=None):  # type: ignore[no-untyped-def]
     category = _denied(function)
     if category is not None:
+        rule = _explicit(function) if _explicit is not None else None
+        if rule is not None:  # the author said no: name that rule, no hint to lift it
+            raise _Refused(
+                f"{function}() (category: {category}) DENIED by explicit rule {rule}", function, category
+            )
         if category == "dynamic-code" and _eval_declared:
             hint = (
                 "The program's eval(), exec() and compile() run code under the default eval-* profile "
@@ -462,6 +480,7 @@ def build(
         _denied=frozen_get(dict(denied)),
         _Refused=RuleApiPermissionError,
         _eval_declared=bool(policy.eval_profiles),
+        _explicit=frozen_get(explicit_denials(policy, denied)),
     )
     handlers: dict[str, Callable[[tuple[Any, ...]], None]] = {}
     for event, function in EVENTS.items():

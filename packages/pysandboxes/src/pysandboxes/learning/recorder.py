@@ -2,7 +2,8 @@
 
 Learning mode is permissive and has no OS boundary: a refusal that a rule could lift is
 recorded here and the access goes on. Refusals no rule can lift (an ``ignore=`` line, the rule
-files themselves, an explicit ``net=DENY``, raw sockets) still happen, as in a strict run.
+files themselves, an explicit ``net=DENY`` or ``python-api=DENY:``, raw sockets) still happen,
+as in a strict run.
 
 The recorder keeps raw facts (paths as the program gave them, addresses, names); the writer
 (``writer.py``) validates and generalises them into rules at the end. A journal callback, when
@@ -62,6 +63,8 @@ class Recorder:
             policy.decide_api(f"builtins.{n}").allowed for n in ("eval", "exec", "compile")
         )
         self.compiled: weakref.WeakSet[types.CodeType] = weakref.WeakSet()
+        #: the rules' python-api= lines: a function an explicit DENY names stays refused
+        self.api_policy = policy.api if policy is not None else None
         self.ignores = (
             tuple((i.absolute, i.regex.match, i.rule.describe()) for i in files.ignores)
             if files is not None
@@ -328,6 +331,10 @@ class Recorder:
             self.add(("import", refusal.name))
             return True
         if isinstance(refusal, RuleApiPermissionError) and refusal.qualname:
+            if self.api_policy is not None:
+                decision = self.api_policy.decide(refusal.qualname)
+                if decision.rule is not None and not decision.allowed:
+                    return False  # an explicit python-api=DENY: the author said no
             self.add(("api", refusal.qualname))
             return True
         return False
