@@ -64,6 +64,8 @@ class ScriptedLLM(BaseLLM):
 
     calls: list[Any] = Field(default_factory=list)
     react: bool = False
+    #: the call (0-based) at which the model raises instead of answering: a failed run
+    explode_at: int | None = None
     #: the conversation crewai sent on each call
     seen: list[list[dict[str, Any]]] = Field(default_factory=list)
 
@@ -93,6 +95,8 @@ class ScriptedLLM(BaseLLM):
         messages = [{"role": "user", "content": messages}] if isinstance(messages, str) else list(messages)
         self.seen.append(messages)
         turn = len(tool_messages(messages, react=self.react))
+        if turn == self.explode_at:
+            raise RuntimeError("the model failed")
         if turn >= len(self.calls):
             return "Thought: I now know the final answer\nFinal Answer: done" if self.react else "done"
         name, arguments = self.calls[turn]
@@ -240,3 +244,11 @@ class CrewaiHarness(Harness):
 @pytest.fixture(scope="session")
 def harness() -> CrewaiHarness:
     return CrewaiHarness()
+
+
+@pytest.fixture(scope="session")
+def files(tmp_path_factory: pytest.TempPathFactory) -> Any:
+    """The project of the crewai-specific tests (``_files.py``) and its tools module."""
+    from ._files import make_files
+
+    return make_files(tmp_path_factory.mktemp("crewai-files"))

@@ -269,7 +269,8 @@ def sandbox_kickoff(
     ``inputs`` unchanged.
 
     The default rule file is the one next to the module of the crew's first sandboxed tool (as
-    for the first call without a lifecycle). For other settings, call it from a callback of the
+    for the first call without a lifecycle); a crew without such a tool opens nothing, unless
+    ``sandboxes_config`` names a rule file. For other settings, call it from a callback of the
     application's own with ``sandboxes()``'s arguments (``init_fn``, ``sandboxes_config``,
     ``learn=``, ``envs=``, rules such as ``expose_ro="./data"``)::
 
@@ -285,7 +286,10 @@ def sandbox_kickoff(
             f"sandbox_kickoff is a crew's before_kickoff callback ({_LIFECYCLE}); "
             "outside a kickoff, use `with pysandboxes.sandboxes():`"
         )
-    block = sandboxes_for(_tools_module(crew), init_fn, sandboxes_config, **settings)
+    module = _tools_module(crew)
+    if module is None and sandboxes_config is None:
+        return inputs  # no tool of this adapter, no rule file named: nothing to open
+    block = sandboxes_for(module, init_fn, sandboxes_config, **settings)
     block.__enter__()
     with _RUNS_LOCK:
         _OPEN.setdefault(str(crew.id), []).append(block)
