@@ -10,7 +10,7 @@ same made by the adapter, plus a bare ``@sandbox`` function). It measures, in 5 
 2. **enter**: ``with sandboxes():`` entering and the first call of the sandboxed tool (the child
    starts, imports ``sb_tools`` and the framework before the rules apply, answers);
 3. **per call**, after warm-up, through the framework's own dispatch (MCP: ``MCPServer.call_tool``;
-   LangChain: ``tool.invoke``; agno: ``FunctionCall.execute``; strands: ``DecoratedFunctionTool.stream``): the plain tool, the sandboxed tool, and the bare ``@sandbox``
+   LangChain: ``tool.invoke``; agno: ``FunctionCall.execute``; strands: ``DecoratedFunctionTool.stream``; crewai: ``BaseTool.run``): the plain tool, the sandboxed tool, and the bare ``@sandbox``
    round trip; the adapter's own part is (sandboxed - plain) - round trip.
 
 pysandboxes 0.7.0 has no adapters (its samples hand-write the wrapper and the error-to-text
@@ -192,6 +192,52 @@ FRAMEWORKS = {
                 return module.add._tool_func
         """,
     },
+    "crewai": {
+        "plain": """
+            from crewai.tools import tool
+
+            @tool
+            def add(a: int, b: int) -> int:
+                '''Add two integers.'''
+                return a + b
+        """,
+        "sandboxed": """
+            from pysandboxes import sandbox
+            from pysandboxes_crewai import sandboxed_tool
+
+            @sandboxed_tool
+            def add(a: int, b: int) -> int:
+                '''Add two integers.'''
+                return a + b
+
+            @sandbox
+            def bare(a: int, b: int) -> int:
+                return a + b
+        """,
+        "call": """
+            import os
+
+            # imported before the tools: crewai writes under HOME when it is imported; the
+            # child's rules below give it the same home
+            here = os.path.dirname(os.path.abspath(__file__))
+            os.environ.update(
+                HOME=os.path.join(here, "home"),
+                CREWAI_DISABLE_TELEMETRY="true",
+                OTEL_SDK_DISABLED="true",
+                CREWAI_TRACING_ENABLED="false",
+            )
+
+            def caller(module):  # what crewai's native tool calling calls: BaseTool.run
+                tool = module.add
+                return lambda: tool.run(a=1, b=2)
+
+            def function(module):  # what the Tool calls: the function, or our wrapper
+                return module.add.func
+        """,
+        # the child imports crewai under the rules: crewai writes under HOME (its settings,
+        # storage and a key) and portalocker needs a temporary directory (docs/integrations.md)
+        "rules": "env=HOME=${HOME}\nenv=TMPDIR=${HOME}\nexpose-rw=./home\n",
+    },
     "pydantic-ai": {
         "plain": """
             from pydantic_ai import FunctionToolset
@@ -352,8 +398,9 @@ def project(name: str, provider: str) -> Path:
     root = WORK_DIR / "adapters" / f"{name}-{provider}"
     shutil.rmtree(root, ignore_errors=True)
     root.mkdir(parents=True)
-    (root / ".py-sandboxes").write_text(f"os-sandbox={provider}\n")
     sources = FRAMEWORKS[name]
+    (root / ".py-sandboxes").write_text(f"os-sandbox={provider}\n" + sources.get("rules", ""))
+    (root / "home").mkdir()  # the HOME of a framework that writes there (crewai)
     for file, key in (("plain_tools.py", "plain"), ("sb_tools.py", "sandboxed"), ("calls.py", "call")):
         (root / file).write_text(textwrap.dedent(sources[key]).lstrip())
     driver = DRIVER.replace("WARMUP", str(WARMUP)).replace("CALLS", str(CALLS))

@@ -37,8 +37,10 @@ class Harness:
     sandboxed_raise: ClassVar[str]  # the same with on_denial="raise"
     host: ClassVar[str]  # the adapter's host-side tool, e.g. "@host_tool(server)"
     plain: ClassVar[str]  # the framework's own, e.g. "@server.tool()"
-    #: the framework's context parameter as a tool declares it: (name, annotation)
-    context: ClassVar[tuple[str, str]]
+    #: the framework's context parameter as a tool declares it: (name, annotation); None: the
+    #: framework has no context parameter (crewai): the context tools are not made, their
+    #: tests skip
+    context: ClassVar[tuple[str, str] | None]
     #: the context parameter is the tool's first parameter, which the framework always passes
     #: (pydantic-ai's ``RunContext``, openai-agents' ``RunContextWrapper``): the context tools
     #: are written ``(ctx: Context, text: str)``, and the sandboxed body gets ``None`` for it
@@ -50,6 +52,12 @@ class Harness:
     has_lifecycle: ClassVar[bool] = True
     #: variables every process the suite starts gets (telemetry off, ...)
     environment: ClassVar[Mapping[str, str]] = {}
+    #: extra rule lines the framework needs in the partial child (appended to the project's
+    #: rule file), each justified in a comment where the harness sets them
+    child_rules: ClassVar[str] = ""
+    #: extra rule lines the framework needs under python-sb (appended to the complete-mode rule
+    #: file of ``test_under_python_sb_the_body_runs_directly``), each justified likewise
+    complete_rules: ClassVar[str] = ""
 
     def call_tools(self, module: ModuleType, calls: Sequence[Call], *, lifecycle: bool = True) -> list[Seen]:
         """Run the framework's own agent loop, driven by its offline model, on the tools of

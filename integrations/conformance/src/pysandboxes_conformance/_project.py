@@ -50,6 +50,8 @@ TOOLS = (
     "context_default",
     "context_host",
 )
+#: the tools taking the framework's context parameter: not made for a framework without one
+CONTEXT_TOOLS = ("context_default", "context_host")
 
 # Tokens: @SANDBOXED_RAISE, @SANDBOXED, @HOST (the harness's decorator lines), @SANDBOX_BODY
 # (@sandbox, or nothing in the plain module), CTX_NAME / CTX_TYPE (the context parameter).
@@ -106,16 +108,19 @@ def fail(message: str) -> str:
     raise ValueError(message)
 
 
+@SANDBOX_BODY
+def _body_pid(text: str) -> str:
+    return f"{text} body={_os.getpid()}"
+'''
+
+# the tools of a framework with a context parameter (Harness.context)
+_CONTEXT_BODIES = '''
+
 @SANDBOXED
 def context_default(CTX_DEFAULT_PARAMETERS) -> str:
     """Echo the text and say whether the framework's context reached the body."""
     seen = "none" if CTX_NAME is None else type(CTX_NAME).__name__
     return f"{text} context={seen} pid={_os.getpid()}"
-
-
-@SANDBOX_BODY
-def _body_pid(text: str) -> str:
-    return f"{text} body={_os.getpid()}"
 
 
 @HOST
@@ -127,8 +132,8 @@ def context_host(CTX_HOST_PARAMETERS) -> str:
 
 def tools_source(harness: Harness, *, plain: bool) -> str:
     """The tools module's source: the bodies above, made tools by the adapter or the framework."""
-    name, annotation = harness.context
-    body = _BODIES
+    name, annotation = harness.context or ("", "")
+    body = _BODIES if harness.context is None else _BODIES + _CONTEXT_BODIES
     if harness.context_first:  # the context first, always passed: no default
         defaulted = host = "CTX_NAME: CTX_TYPE, text: str"
     else:
@@ -250,7 +255,7 @@ def project(root: Path, harness: Harness) -> Iterator[Project]:
             f"os-sandbox={PROVIDER}\n"
             "expose-ro=./data\n"
             f"net=ALLOW|tcp|127.0.0.1|{allowed.port}|OUT\n"
-            f"python-import={ALLOWED_MODULE}\n",
+            f"python-import={ALLOWED_MODULE}\n" + harness.child_rules,
         )
         made.write(f"{made.tools_module}.py", tools_source(harness, plain=False))
         made.write(f"{made.plain_module}.py", tools_source(harness, plain=True))
