@@ -9,6 +9,13 @@ export UV_PREVIEW_FEATURES=${UV_PREVIEW_FEATURES:-package-conflicts}
 names=("$@")
 [ ${#names[@]} -eq 0 ] && names=(mcp langchain pydantic-ai smolagents openai-agents crewai)
 for name in "${names[@]}"; do
-  UV_PROJECT_ENVIRONMENT=".venv-fw/$name" $UV sync --quiet --locked \
-    --no-default-groups --group "fw-$name"
+  if [ "$name" = crewai ]; then
+    # crewai's environment is its adapter's (crewai, pysandboxes, python-sb through the test
+    # group): a fw-crewai group beside the package would double every conflict of the lock
+    UV_PROJECT_ENVIRONMENT=".venv-fw/$name" $UV sync --quiet --locked \
+      --package pysandboxes-crewai --no-default-groups --group test
+  else
+    UV_PROJECT_ENVIRONMENT=".venv-fw/$name" $UV sync --quiet --locked \
+      --no-default-groups --group "fw-$name"
+  fi
 done
