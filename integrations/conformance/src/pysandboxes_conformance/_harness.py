@@ -37,8 +37,9 @@ class Harness:
     sandboxed_raise: ClassVar[str]  # the same with on_denial="raise"
     host: ClassVar[str]  # the adapter's host-side tool, e.g. "@host_tool(server)"
     plain: ClassVar[str]  # the framework's own, e.g. "@server.tool()"
-    #: the framework's context parameter as a tool declares it: (name, annotation)
-    context: ClassVar[tuple[str, str]]
+    #: the framework's context parameter as a tool declares it: (name, annotation); None: the
+    #: framework has no context parameter (the context tools are not made, their tests skip)
+    context: ClassVar[tuple[str, str] | None]
     #: wrong usages specific to the framework: (source appended to ``sandboxed_header``,
     #: words the ``TypeError`` raised when that source is imported must contain)
     wrong_usages: ClassVar[Sequence[tuple[str, str]]] = ()
@@ -46,6 +47,8 @@ class Harness:
     has_lifecycle: ClassVar[bool] = True
     #: variables every process the suite starts gets (telemetry off, ...)
     environment: ClassVar[Mapping[str, str]] = {}
+    #: False when the framework has no async tools (the async test skips)
+    async_tools: ClassVar[bool] = True
 
     def call_tools(self, module: ModuleType, calls: Sequence[Call], *, lifecycle: bool = True) -> list[Seen]:
         """Run the framework's own agent loop, driven by its offline model, on the tools of

@@ -67,13 +67,6 @@ def pid() -> int:
 
 
 @SANDBOXED
-async def async_pid(delay: float = 0.0) -> int:
-    """The id of the process the async tool's body runs in."""
-    await _asyncio.sleep(delay)
-    return _os.getpid()
-
-
-@SANDBOXED
 def read_text(path: str) -> str:
     """Read a UTF-8 text file."""
     with open(path, encoding="utf-8") as f:
@@ -106,16 +99,31 @@ def fail(message: str) -> str:
     raise ValueError(message)
 
 
+@SANDBOX_BODY
+def _body_pid(text: str) -> str:
+    return f"{text} body={_os.getpid()}"
+'''
+
+#: the async tools (not made when ``Harness.async_tools`` is False)
+ASYNC_TOOLS = ("async_pid",)
+_ASYNC_BODIES = '''
+
+@SANDBOXED
+async def async_pid(delay: float = 0.0) -> int:
+    """The id of the process the async tool's body runs in."""
+    await _asyncio.sleep(delay)
+    return _os.getpid()
+'''
+
+#: the tools of the framework's context parameter (not made when ``Harness.context`` is None)
+CONTEXT_TOOLS = ("context_default", "context_host")
+_CONTEXT_BODIES = '''
+
 @SANDBOXED
 def context_default(text: str, CTX_NAME: CTX_TYPE = None) -> str:
     """Echo the text and say whether the framework's context reached the body."""
     seen = "none" if CTX_NAME is None else type(CTX_NAME).__name__
     return f"{text} context={seen} pid={_os.getpid()}"
-
-
-@SANDBOX_BODY
-def _body_pid(text: str) -> str:
-    return f"{text} body={_os.getpid()}"
 
 
 @HOST
@@ -127,16 +135,23 @@ def context_host(text: str, CTX_NAME: CTX_TYPE) -> str:
 
 def tools_source(harness: Harness, *, plain: bool) -> str:
     """The tools module's source: the bodies above, made tools by the adapter or the framework."""
-    name, annotation = harness.context
     body = _BODIES
-    for token, value in (
+    if harness.async_tools:  # a framework without async tools refuses an async def
+        body += _ASYNC_BODIES
+    replacements = [
         ("@SANDBOXED_RAISE", harness.plain if plain else harness.sandboxed_raise),
         ("@SANDBOXED", harness.plain if plain else harness.sandboxed),
-        ("@HOST", harness.plain if plain else harness.host),
         ("@SANDBOX_BODY\n", "" if plain else "@sandbox\n"),
-        ("CTX_NAME", name),
-        ("CTX_TYPE", annotation),
-    ):
+    ]
+    if harness.context is not None:  # a framework without a context parameter has no context tools
+        name, annotation = harness.context
+        body += _CONTEXT_BODIES
+        replacements += [
+            ("@HOST", harness.plain if plain else harness.host),
+            ("CTX_NAME", name),
+            ("CTX_TYPE", annotation),
+        ]
+    for token, value in replacements:
         body = body.replace(token, value)
     header = textwrap.dedent(harness.plain_header if plain else harness.sandboxed_header).strip()
     kind = "the plain framework" if plain else f"pysandboxes-{harness.name}"

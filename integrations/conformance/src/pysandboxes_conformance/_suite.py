@@ -21,6 +21,8 @@ from ._harness import Harness, Seen
 from ._project import (
     ALLOWED_MODULE,
     ALLOWED_TEXT,
+    ASYNC_TOOLS,
+    CONTEXT_TOOLS,
     PROVIDER,
     REFUSED_MODULE,
     SECRET_TEXT,
@@ -128,6 +130,8 @@ class AdapterConformance:
         assert self.run(harness, plain, ("pid", {})) == [Seen(str(os.getpid()))]
 
     def test_an_async_body_runs_in_the_same_child(self, harness: Harness, tools: ModuleType) -> None:
+        if not harness.async_tools:
+            pytest.skip(f"{harness.name} has no async tools")
         sync, async_ = self.run(harness, tools, ("pid", {}), ("async_pid", {"delay": 0.01}))
         assert not async_.error and async_ == sync
         assert int(async_.text) != os.getpid()
@@ -214,21 +218,28 @@ class AdapterConformance:
     def test_the_schema_is_the_plain_tools(
         self, harness: Harness, tools: ModuleType, plain: ModuleType, tool: str
     ) -> None:
+        if tool in CONTEXT_TOOLS:
+            _needs_context(harness)
+        if tool in ASYNC_TOOLS and not harness.async_tools:
+            pytest.skip(f"{harness.name} has no async tools")
         assert harness.schema(tools, tool) == harness.schema(plain, tool)
 
     def test_the_context_parameter_stays_on_the_host(self, harness: Harness, tools: ModuleType) -> None:
+        _needs_context(harness)
         (seen,) = self.run(harness, tools, ("context_default", {"text": "hi"}))
         text, _, pid = seen.text.rpartition(" pid=")
         assert (text, seen.error) == ("hi context=none", False)
         assert int(pid) != os.getpid()
 
     def test_the_plain_tool_gets_the_context(self, harness: Harness, plain: ModuleType) -> None:
+        _needs_context(harness)
         (seen,) = self.run(harness, plain, ("context_default", {"text": "hi"}))
         assert seen.text == f"hi context={_type_name(harness)} pid={os.getpid()}"
 
     def test_a_host_tool_uses_the_context_and_sandboxes_its_body(
         self, harness: Harness, tools: ModuleType
     ) -> None:
+        _needs_context(harness)
         (seen,) = self.run(harness, tools, ("context_host", {"text": "hi"}))
         head, _, body = seen.text.rpartition(" body=")
         assert (head, seen.error) == (f"context={_type_name(harness)} host={os.getpid()} hi", False)
@@ -241,13 +252,17 @@ class AdapterConformance:
     def decorations(cls, harness: Harness, project: Project) -> dict[str, tuple[str, str]]:
         """Each wrong usage imported in a fresh process: module -> (words expected, outcome)."""
         header = textwrap.dedent(harness.sandboxed_header).strip()
-        name, annotation = harness.context
-        generic = [
-            (
-                f"{harness.sandboxed}\ndef needs_context(text: str, {name}: {annotation}) -> str:\n"
-                f'    """Needs the context object itself."""\n    return text\n',
-                harness.host,
-            ),
+        generic = []
+        if harness.context is not None:
+            name, annotation = harness.context
+            generic.append(
+                (
+                    f"{harness.sandboxed}\ndef needs_context(text: str, {name}: {annotation}) -> str:\n"
+                    f'    """Needs the context object itself."""\n    return text\n',
+                    harness.host,
+                )
+            )
+        generic += [
             (
                 f'{harness.sandboxed}\ndef pages(n: int):\n    """Yield pages."""\n    yield n\n',
                 "is a generator",
@@ -268,6 +283,7 @@ class AdapterConformance:
     def test_a_context_parameter_without_default_is_refused_at_decoration(
         self, harness: Harness, decorations: dict[str, tuple[str, str]]
     ) -> None:
+        _needs_context(harness)
         words, outcome = decorations[module_name(harness, "wrong_0")]
         assert outcome.startswith("TypeError: ") and words in outcome, outcome
         assert f"`{harness.context[0]}: " in outcome and "@sandbox" in outcome
@@ -322,7 +338,13 @@ class AdapterConformance:
         assert report["after"] == f"after body={report['pid']}"
 
 
+def _needs_context(harness: Harness) -> None:
+    if harness.context is None:
+        pytest.skip(f"{harness.name} has no context parameter")
+
+
 def _type_name(harness: Harness) -> str:
+    assert harness.context is not None
     return harness.context[1].partition("[")[0].rpartition(".")[2]
 
 
