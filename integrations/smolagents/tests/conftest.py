@@ -107,9 +107,16 @@ class ScriptedCodeModel(Model):
         tools_to_call_from: Any = None,
         **kwargs: Any,
     ) -> ChatMessage:
-        self.seen.append(_text(messages[-1]))
+        assistant = [i for i, m in enumerate(messages) if _role(m) == "assistant"]
+        since = messages[assistant[-1] + 1 :] if assistant else messages[-1:]
+        self.seen.append("\n".join(_text(m) for m in since))
         block = self.blocks.pop(0) if self.blocks else 'final_answer("out of script")'
         return ChatMessage(role=MessageRole.ASSISTANT, content=f"Thought: go\n<code>\n{block}\n</code>")
+
+
+def _role(message: Any) -> str:
+    role = message.role if hasattr(message, "role") else message["role"]
+    return str(getattr(role, "value", role))
 
 
 def _text(message: Any) -> str:

@@ -24,6 +24,7 @@ from __future__ import annotations
 import importlib
 import logging
 import pickle
+import re
 import sys
 import threading
 import uuid
@@ -33,7 +34,7 @@ from smolagents import CodeAgent
 from smolagents.local_python_executor import CodeOutput, InterpreterError, LocalPythonExecutor, PythonExecutor
 from smolagents.memory import ActionStep
 
-from pysandboxes import denial_text, is_in_sandbox, sandbox, sandbox_denials
+from pysandboxes import SandBoxTimeoutError, denial_text, is_in_sandbox, sandbox, sandbox_denials
 from pysandboxes.tools import sandboxes_for
 
 from ._tool import STOPPED, SandboxStop, stop_on_refusal
@@ -89,9 +90,9 @@ def _crossing(value: Any, depth: int = 0) -> Any:
     return str(value)
 
 
-def _resolve(reference: tuple[str, str] | bytes) -> Any:
-    if isinstance(reference, bytes):
-        return pickle.loads(reference)
+def _resolve(reference: tuple[str, str] | Tool) -> Any:
+    if not isinstance(reference, tuple):
+        return reference  # a picklable tool, unpickled by the call itself
     module, name = reference
     if module in ("__main__", "__mp_main__") and "__sb_main__" in sys.modules:
         module = "__sb_main__"  # a script's top level is imported under this name in the child
@@ -108,7 +109,7 @@ def _child_start(key: str, authorized_imports: list[str], max_print_outputs_leng
 
 
 @sandbox
-def _child_send_tools(key: str, references: dict[str, tuple[str, str] | bytes]) -> bool:
+def _child_send_tools(key: str, references: dict[str, tuple[str, str] | Tool]) -> bool:
     interpreter = _INTERPRETERS.get(key)
     if interpreter is None:
         return False
@@ -184,7 +185,7 @@ class SandboxedPythonExecutor(PythonExecutor):
         self._lock = threading.RLock()
         self._block: sandboxes | None = None
         self._started = False
-        self._tools: dict[str, tuple[str, str] | bytes] = {}
+        self._tools: dict[str, tuple[str, str] | Tool] = {}
         self._variables: dict[str, Any] = {}
         #: the last code's print outputs (read by CodeAgent after an error)
         self.state: dict[str, Any] = {"_print_outputs": ""}
@@ -284,8 +285,9 @@ class SandboxedPythonExecutor(PythonExecutor):
             return ""
 
 
-def _reference(name: str, tool: Any) -> tuple[str, str] | bytes:
-    """How the child finds ``tool``: the module global it is bound to, else its pickle."""
+def _reference(name: str, tool: Any) -> tuple[str, str] | Tool:
+    """How the child finds ``tool``: the module global it is bound to, else the tool itself
+    (pickled with the call)."""
     modules = [getattr(getattr(tool, "forward", None), "__module__", None), type(tool).__module__]
     for module_name in dict.fromkeys(m for m in modules if m):
         module = sys.modules.get(module_name)
@@ -298,19 +300,26 @@ def _reference(name: str, tool: Any) -> tuple[str, str] | bytes:
             "by the sandboxed executor (as by smolagents' remote executors)"
         )
     try:
-        return pickle.dumps(tool)
+        pickle.dumps(tool)  # the call pickles it: say here what to do if it cannot
     except Exception as exc:
         raise TypeError(
             f"SandboxedPythonExecutor: the tool {name!r} runs in the sandbox's child, which finds it by "
             "module and name: define it at the top level of a module (`@sandboxed_tool` or `@tool` "
             "bound to a global), or make it an instance of a module-level Tool subclass"
         ) from exc
+    return tool  # type: ignore[no-any-return]
 
 
 def _for_the_model(exc: Exception) -> Exception:
     """The error the agent shows the model: a refusal as its first line (no hint, logged in
     full for the developer); anything else as smolagents' interpreter reports it."""
     message = str(exc)
+    if isinstance(exc, SandBoxTimeoutError):  # its message names the rule file, for the developer
+        within = re.search(r"within ([0-9.]+ s)", message)
+        seconds = f" ({within.group(1)})" if within else ""
+        return InterpreterError(
+            f"Code execution did not finish within the time the sandbox allows{seconds}: it was cancelled"
+        )
     if STOPPED in message:
         return SandboxStop(f"{message.partition(' due to: ')[0]} due to: {STOPPED}")
     if not sandbox_denials(exc):
