@@ -8,7 +8,9 @@ agent."""
 from __future__ import annotations
 
 import importlib
+import json
 import os
+import subprocess
 import sys
 import textwrap
 from pathlib import Path
@@ -32,7 +34,7 @@ from pysandboxes_smolagents import (
 )
 from pysandboxes_smolagents._executor import RESTARTED, _child_stop
 
-from .conftest import ScriptedCodeModel, ScriptedToolModel, seen_of
+from .conftest import ENVIRONMENT, ScriptedCodeModel, ScriptedToolModel, seen_of
 
 HINT = "Add `"
 ALLOWED_TEXT = "allowed content\n"
@@ -430,3 +432,78 @@ def test_a_new_child_gets_the_interpreter_again_and_the_model_is_told(project: A
     finally:
         executor.cleanup()
     assert closed(project)
+
+
+COMPLETE = '''
+    """A SandboxedCodeAgent run under python-sb: the whole program is under the rules."""
+
+    import json
+    import sys
+
+    from smolagents.models import ChatMessage, MessageRole, Model
+
+    from pysandboxes_smolagents import SandboxedCodeAgent
+
+    secret, allowed = sys.argv[1:3]
+
+
+    class Scripted(Model):
+        def __init__(self, blocks):
+            super().__init__(model_id="scripted")
+            self.blocks, self.seen = blocks, []
+
+        def generate(self, messages, stop_sequences=None, response_format=None, tools_to_call_from=None, **kw):
+            self.seen.append(str(messages[-1].content))
+            return ChatMessage(role=MessageRole.ASSISTANT, content="<code>\\n" + self.blocks.pop(0) + "\\n</code>")
+
+
+    model = Scripted(
+        [
+            f"import pathlib\\npathlib.Path({secret!r}).read_text()",
+            f"import pathlib\\nfinal_answer(pathlib.Path({allowed!r}).read_text())",
+        ]
+    )
+    agent = SandboxedCodeAgent(
+        tools=[], model=model, additional_authorized_imports=["pathlib"], max_steps=3, verbosity_level=-1
+    )
+    answer = agent.run("go")
+    print(json.dumps({"answer": answer, "told": model.seen[1], "kind": type(agent.python_executor).__name__}))
+'''
+
+
+def test_under_python_sb_the_code_runs_in_the_program_under_its_rules(project: Any) -> None:
+    root = Path(project.rule_file).parent
+    app = root / "app"
+    app.mkdir(exist_ok=True)
+    (app / "complete_agent.py").write_text(textwrap.dedent(COMPLETE), encoding="utf-8")
+    adapter = Path(importlib.import_module("pysandboxes_smolagents").__file__).parent.parent  # type: ignore[arg-type]
+    rules = app / ".py-sandboxes"
+    rules.write_text(
+        f"os-sandbox=landlock\nexpose-ro={root / 'data'}\nexpose-ro={app}\nexpose-ro={adapter}\n"
+        # smolagents' interpreter imports what the code asks for; its timeout runs in a thread
+        "python-import=*\npython-api=ALLOW:threads\n",
+        encoding="utf-8",
+    )
+    done = subprocess.run(
+        [
+            str(Path(sys.executable).with_name("python-sb")),
+            f"--pysandboxes-config={rules}",
+            str(app / "complete_agent.py"),
+            project.secret,
+            project.allowed,
+        ],
+        cwd=app,
+        env={"PATH": os.environ.get("PATH", ""), "HOME": str(root), "LANG": "C.UTF-8", **ENVIRONMENT},
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=180,
+        check=False,
+    )
+    assert done.returncode == 0, done.stderr
+    report = json.loads(done.stdout.strip().splitlines()[-1])
+    assert report["answer"] == ALLOWED_TEXT and report["kind"] == "SandboxedPythonExecutor"
+    assert (
+        f"RuleFileNotFoundError: Access to '{project.secret}' must be accepted by a rule." in report["told"]
+    )
+    assert HINT not in report["told"]

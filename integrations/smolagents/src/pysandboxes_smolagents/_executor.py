@@ -220,9 +220,11 @@ class SandboxedPythonExecutor(PythonExecutor):
 
     def __call__(self, code_action: str) -> CodeOutput:
         if self._local is not None:
-            output = self._local(code_action)
             self.state = self._local.state
-            return output
+            try:
+                return self._local(code_action)
+            except Exception as exc:  # python-sb's refusals carry the hint too
+                raise _for_the_model(exc) from exc
         with self._lock:
             self._start()
             prefix = ""
