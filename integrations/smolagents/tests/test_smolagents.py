@@ -507,3 +507,17 @@ def test_under_python_sb_the_code_runs_in_the_program_under_its_rules(project: A
         f"RuleFileNotFoundError: Access to '{project.secret}' must be accepted by a rule." in report["told"]
     )
     assert HINT not in report["told"]
+
+
+def test_a_tool_the_child_cannot_find_is_refused_when_sent(project: Any) -> None:
+    def local_tool() -> int:
+        """Made inside a function: no module global holds it."""
+        return 1
+
+    from smolagents import tool
+
+    made = tool(local_tool)
+    agent = code_agent(project, ['final_answer("never")'], tools=[made])
+    with agent, pytest.raises(TypeError, match="define it at the top level of a module"):
+        agent.run("go")
+    assert closed(project)
