@@ -52,6 +52,13 @@ _TOOL = """
 def tool(function):
     return _smolagents_tool(_described(function))
 """
+#: the agent of the lifecycle tests, created in the tools module (its rule file is the default)
+_AGENT = """
+
+
+def agent(**kwargs):
+    return _Agent(**kwargs)
+"""
 _SANDBOXED_TOOL = """
 
 def sandboxed_tool(function=None, **kwargs):
@@ -147,8 +154,13 @@ def seen_of(agent: ToolCallingAgent, task: str = "go") -> list[Seen]:
     return seen
 
 
-def tool_agent(module: ModuleType, calls: Sequence[Call], **kwargs: Any) -> ToolCallingAgent:
-    return ToolCallingAgent(
+def tool_agent(
+    module: ModuleType, calls: Sequence[Call], *, lifecycle: bool = False, **kwargs: Any
+) -> ToolCallingAgent:
+    """A ToolCallingAgent on the module's tools; ``lifecycle``: the module's ``agent()``
+    (a ``SandboxedToolCallingAgent`` in the adapter's tools module)."""
+    make = module.agent if lifecycle else ToolCallingAgent
+    return make(
         tools=tools_of(module),
         model=ScriptedToolModel(calls),
         max_steps=len(calls) + 2,
@@ -160,20 +172,23 @@ def tool_agent(module: ModuleType, calls: Sequence[Call], **kwargs: Any) -> Tool
 class SmolagentsHarness(Harness):
     name = "smolagents"
     sandboxed_header = (
+        "from pysandboxes_smolagents import SandboxedToolCallingAgent as _Agent\n"
         "from pysandboxes_smolagents import host_tool, sandboxed_tool as _sandboxed_tool\n"
         + _SMOLAGENTS_TOOL
         + _DESCRIBED
         + _TOOL
         + _SANDBOXED_TOOL
+        + _AGENT
     )
-    plain_header = _SMOLAGENTS_TOOL + _DESCRIBED + _TOOL
+    plain_header = (
+        "from smolagents import ToolCallingAgent as _Agent\n" + _SMOLAGENTS_TOOL + _DESCRIBED + _TOOL + _AGENT
+    )
     sandboxed = "@sandboxed_tool"
     sandboxed_raise = '@sandboxed_tool(on_denial="raise")'
     host = "@host_tool"
     plain = "@tool"
     context = None  # smolagents injects nothing into a tool
     async_tools = False  # smolagents calls forward() synchronously
-    has_lifecycle = False  # no hook around a ToolCallingAgent's run: the first call opens it
     environment: ClassVar[Mapping[str, str]] = ENVIRONMENT
     wrong_usages = (
         (
@@ -183,8 +198,9 @@ class SmolagentsHarness(Harness):
     )
 
     def call_tools(self, module: ModuleType, calls: Sequence[Call], *, lifecycle: bool = True) -> list[Seen]:
-        """A ``ToolCallingAgent`` run with the scripted model, streamed."""
-        return seen_of(tool_agent(module, calls))
+        """A ``ToolCallingAgent`` run with the scripted model, streamed; with the lifecycle, a
+        ``SandboxedToolCallingAgent`` (the plain module's ``agent()`` is a ``ToolCallingAgent``)."""
+        return seen_of(tool_agent(module, calls, lifecycle=lifecycle))
 
     def schema(self, module: ModuleType, tool: str) -> Any:
         """What the model gets: the tool-calling schema, the code agent's prompt of the tool."""

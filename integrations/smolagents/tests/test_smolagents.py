@@ -29,6 +29,7 @@ from pysandboxes_smolagents import (
     STOPPED,
     SandboxedCodeAgent,
     SandboxedPythonExecutor,
+    SandboxedToolCallingAgent,
     SandboxStop,
     stop_on_refusal,
 )
@@ -520,4 +521,26 @@ def test_a_tool_the_child_cannot_find_is_refused_when_sent(project: Any) -> None
     agent = code_agent(project, ['final_answer("never")'], tools=[made])
     with agent, pytest.raises(TypeError, match="define it at the top level of a module"):
         agent.run("go")
+    assert closed(project)
+
+
+def test_a_sandboxed_tool_calling_agent_opens_the_sandbox_for_each_run(project: Any) -> None:
+    def agent(calls: list[Any], **kwargs: Any) -> SandboxedToolCallingAgent:
+        return SandboxedToolCallingAgent(
+            tools=[project.tools.read_file, project.tools.read_or_stop, project.tools.body_pid],
+            model=ScriptedToolModel(calls),
+            verbosity_level=LogLevel.OFF,
+            sandboxes_kwargs={"sandboxes_config": project.rule_file},
+            **kwargs,
+        )
+
+    assert agent([("read_file", {"path": project.allowed})]).run("go") == "done"
+    assert closed(project)
+    # streamed: open while the events are read, closed once they are
+    (seen,) = seen_of(agent([("body_pid", {})]))
+    assert int(seen.text) != os.getpid() and closed(project)
+    # a run that raises leaves the sandbox too
+    stopping = agent([("read_or_stop", {"path": project.secret})], step_callbacks=[stop_on_refusal])
+    with pytest.raises(SandboxStop):
+        stopping.run("go")
     assert closed(project)

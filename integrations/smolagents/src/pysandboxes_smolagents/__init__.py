@@ -26,7 +26,7 @@ See docs/integrations.md.
 
 from __future__ import annotations
 
-from ._executor import EXECUTOR_TYPE, SandboxedCodeAgent, SandboxedPythonExecutor
+from ._executor import EXECUTOR_TYPE, SandboxedCodeAgent, SandboxedPythonExecutor, SandboxedToolCallingAgent
 from ._tool import STOPPED, SandboxRefusal, SandboxStop, host_tool, sandboxed_tool, stop_on_refusal
 
 __all__ = [
@@ -36,6 +36,7 @@ __all__ = [
     "SandboxStop",
     "SandboxedCodeAgent",
     "SandboxedPythonExecutor",
+    "SandboxedToolCallingAgent",
     "host_tool",
     "sandboxed_tool",
     "stop_on_refusal",

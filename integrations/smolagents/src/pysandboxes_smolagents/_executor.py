@@ -30,7 +30,7 @@ import threading
 import uuid
 from typing import TYPE_CHECKING, Any
 
-from smolagents import CodeAgent
+from smolagents import CodeAgent, ToolCallingAgent
 from smolagents.local_python_executor import CodeOutput, InterpreterError, LocalPythonExecutor, PythonExecutor
 from smolagents.memory import ActionStep
 
@@ -46,7 +46,7 @@ if TYPE_CHECKING:
 
     from pysandboxes import sandboxes
 
-__all__ = ["SandboxedCodeAgent", "SandboxedPythonExecutor"]
+__all__ = ["SandboxedCodeAgent", "SandboxedPythonExecutor", "SandboxedToolCallingAgent"]
 
 #: the ``executor_type`` of :class:`SandboxedCodeAgent`
 EXECUTOR_TYPE = "pysandboxes"
@@ -357,3 +357,30 @@ class SandboxedCodeAgent(CodeAgent):
             _module=self._creator,
             **self.executor_kwargs,
         )
+
+
+class SandboxedToolCallingAgent(ToolCallingAgent):
+    """A ``ToolCallingAgent`` whose every run is inside ``sandboxes()``: the sandbox of its
+    ``@sandboxed_tool`` tools opens when ``run()`` starts and closes when it ends (or when a
+    streamed run's generator is exhausted or closed), however it ends. ``sandboxes_kwargs`` are
+    ``sandboxes()``'s (``sandboxes_config=``, ``init_fn=``, rules such as ``expose_ro=``); the
+    default rule file is the one next to the module that creates the agent. Runs share one
+    child; nested and concurrent ones join it, the last to end stops it.
+    """
+
+    def __init__(self, *args: Any, sandboxes_kwargs: dict[str, Any] | None = None, **kwargs: Any) -> None:
+        self._creator = _caller_module()
+        self.sandboxes_kwargs: dict[str, Any] = dict(sandboxes_kwargs or {})
+        super().__init__(*args, **kwargs)
+
+    def run(self, task: str, stream: bool = False, *args: Any, **kwargs: Any) -> Any:
+        block = sandboxes_for(self._creator, **self.sandboxes_kwargs)
+        if stream:
+            return _inside(block, super().run(task, True, *args, **kwargs))
+        with block:
+            return super().run(task, stream, *args, **kwargs)
+
+
+def _inside(block: sandboxes, events: Any) -> Any:
+    with block:
+        yield from events
