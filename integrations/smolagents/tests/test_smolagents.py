@@ -544,3 +544,41 @@ def test_a_sandboxed_tool_calling_agent_opens_the_sandbox_for_each_run(project: 
     with pytest.raises(SandboxStop):
         stopping.run("go")
     assert closed(project)
+
+
+def test_decoration_is_refused_or_warned_about_as_by_tool(tmp_path: Path) -> None:
+    """An async def is refused as smolagents' @tool refuses it; a decorator of the
+    application's below ours is warned about as @tool warns (it does not travel with the
+    source); ours is not."""
+    sys.path.insert(0, str(tmp_path))
+    header = "from pysandboxes_smolagents import sandboxed_tool\n\n\n"
+    # in a fresh process: a failed import leaves its @sandbox body registered (children import it)
+    (tmp_path / "smol_async_tool.py").write_text(
+        header + '@sandboxed_tool\nasync def later() -> int:\n    """Later."""\n    return 1\n',
+        encoding="utf-8",
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", "import smol_async_tool"],
+        cwd=tmp_path,
+        env={
+            "PATH": os.environ.get("PATH", ""),
+            "HOME": str(tmp_path),
+            "PYTHONPATH": str(tmp_path),
+            **ENVIRONMENT,
+        },
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+    assert "ValueError: No function definition found in the provided source of later" in done.stderr
+    other = "def logged(f):\n    return f\n\n\n"
+    with pytest.warns(UserWarning, match="has decorators other than @tool"):
+        made = _module(
+            tmp_path,
+            "smol_decorated_tool",
+            header
+            + other
+            + '@sandboxed_tool\n@logged\ndef noted() -> int:\n    """Noted."""\n    return 1\n',
+        )
+    assert "@logged" in type(made.noted).__source__ and "sandboxed_tool" not in type(made.noted).__source__
