@@ -540,7 +540,7 @@ def test_a_sandboxed_tool_calling_agent_opens_the_sandbox_for_each_run(project: 
     (seen,) = seen_of(agent([("body_pid", {})]))
     assert int(seen.text) != os.getpid() and closed(project)
     # a run that raises leaves the sandbox too
-    stopping = agent([("read_or_stop", {"path": project.secret})], step_callbacks=[stop_on_refusal])
+    stopping = agent([("read_or_stop", {"path": project.secret})])  # stop_on_refusal is there
     with pytest.raises(SandboxStop):
         stopping.run("go")
     assert closed(project)

@@ -3,8 +3,7 @@ sandbox's child under the rule file.
 
 .. code-block:: python
 
-    from smolagents import ToolCallingAgent
-    from pysandboxes_smolagents import SandboxedCodeAgent, sandboxed_tool
+    from pysandboxes_smolagents import SandboxedCodeAgent, SandboxedToolCallingAgent, sandboxed_tool
 
     @sandboxed_tool
     def read_file(path: str) -> str:
@@ -16,7 +15,7 @@ sandbox's child under the rule file.
         with open(path) as f:  # judged by the rule file, in the sandbox
             return f.read()
 
-    ToolCallingAgent(tools=[read_file], model=model).run("What is in notes.txt?")
+    SandboxedToolCallingAgent(tools=[read_file], model=model).run("What is in notes.txt?")
 
     with SandboxedCodeAgent(tools=[read_file], model=model) as agent:  # the model's code too
         agent.run("Sum the numbers in data/numbers.txt")

@@ -365,13 +365,16 @@ class SandboxedToolCallingAgent(ToolCallingAgent):
     streamed run's generator is exhausted or closed), however it ends. ``sandboxes_kwargs`` are
     ``sandboxes()``'s (``sandboxes_config=``, ``init_fn=``, rules such as ``expose_ro=``); the
     default rule file is the one next to the module that creates the agent. Runs share one
-    child; nested and concurrent ones join it, the last to end stops it.
+    child; nested and concurrent ones join it, the last to end stops it. The
+    :func:`stop_on_refusal` step callback is added: a tool made with ``on_denial="raise"`` ends
+    the run.
     """
 
     def __init__(self, *args: Any, sandboxes_kwargs: dict[str, Any] | None = None, **kwargs: Any) -> None:
         self._creator = _caller_module()
         self.sandboxes_kwargs: dict[str, Any] = dict(sandboxes_kwargs or {})
         super().__init__(*args, **kwargs)
+        self.step_callbacks.register(ActionStep, stop_on_refusal)
 
     def run(self, task: str, stream: bool = False, *args: Any, **kwargs: Any) -> Any:
         block = sandboxes_for(self._creator, **self.sandboxes_kwargs)
