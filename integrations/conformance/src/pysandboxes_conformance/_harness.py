@@ -40,6 +40,10 @@ class Harness:
     #: the framework's context parameter as a tool declares it: (name, annotation); None: the
     #: framework has no context parameter (the context tools are not made, their tests skip)
     context: ClassVar[tuple[str, str] | None]
+    #: the context parameter is the tool's first parameter, which the framework always passes
+    #: (pydantic-ai's ``RunContext``, openai-agents' ``RunContextWrapper``): the context tools
+    #: are written ``(ctx: Context, text: str)``, and the sandboxed body gets ``None`` for it
+    context_first: ClassVar[bool] = False
     #: wrong usages specific to the framework: (source appended to ``sandboxed_header``,
     #: words the ``TypeError`` raised when that source is imported must contain)
     wrong_usages: ClassVar[Sequence[tuple[str, str]]] = ()

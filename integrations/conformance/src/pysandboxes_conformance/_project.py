@@ -120,14 +120,14 @@ CONTEXT_TOOLS = ("context_default", "context_host")
 _CONTEXT_BODIES = '''
 
 @SANDBOXED
-def context_default(text: str, CTX_NAME: CTX_TYPE = None) -> str:
+def context_default(CTX_DEFAULT_PARAMETERS) -> str:
     """Echo the text and say whether the framework's context reached the body."""
     seen = "none" if CTX_NAME is None else type(CTX_NAME).__name__
     return f"{text} context={seen} pid={_os.getpid()}"
 
 
 @HOST
-def context_host(text: str, CTX_NAME: CTX_TYPE) -> str:
+def context_host(CTX_HOST_PARAMETERS) -> str:
     """Use the framework's context on the host; pass plain values to the sandboxed body."""
     return f"context={type(CTX_NAME).__name__} host={_os.getpid()} " + _body_pid(text)
 '''
@@ -146,7 +146,13 @@ def tools_source(harness: Harness, *, plain: bool) -> str:
     if harness.context is not None:  # a framework without a context parameter has no context tools
         name, annotation = harness.context
         body += _CONTEXT_BODIES
+        if harness.context_first:  # the context first, always passed: no default
+            defaulted = host = "CTX_NAME: CTX_TYPE, text: str"
+        else:
+            defaulted, host = "text: str, CTX_NAME: CTX_TYPE = None", "text: str, CTX_NAME: CTX_TYPE"
         replacements += [
+            ("CTX_DEFAULT_PARAMETERS", defaulted),
+            ("CTX_HOST_PARAMETERS", host),
             ("@HOST", harness.plain if plain else harness.host),
             ("CTX_NAME", name),
             ("CTX_TYPE", annotation),
