@@ -354,6 +354,47 @@ FRAMEWORKS = {
                 return module.add._func
         """,
     },
+    "smolagents": {
+        "plain": """
+            from smolagents import tool
+
+            @tool
+            def add(a: int, b: int) -> int:
+                '''Add two integers.
+
+                Args:
+                    a: The first.
+                    b: The second.
+                '''
+                return a + b
+        """,
+        "sandboxed": """
+            from pysandboxes import sandbox
+            from pysandboxes_smolagents import sandboxed_tool
+
+            @sandboxed_tool
+            def add(a: int, b: int) -> int:
+                '''Add two integers.
+
+                Args:
+                    a: The first.
+                    b: The second.
+                '''
+                return a + b
+
+            @sandbox
+            def bare(a: int, b: int) -> int:
+                return a + b
+        """,
+        "call": """
+            def caller(module):  # as a ToolCallingAgent calls a tool (execute_tool_call)
+                tool = module.add
+                return lambda: tool(a=1, b=2, sanitize_inputs_outputs=True)
+
+            def function(module):  # the tool's forward: smolagents' wrapper of the function, or ours
+                return module.add.forward
+        """,
+    },
 }
 
 DRIVER = """

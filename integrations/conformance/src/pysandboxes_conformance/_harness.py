@@ -58,6 +58,8 @@ class Harness:
     #: extra rule lines the framework needs under python-sb (appended to the complete-mode rule
     #: file of ``test_under_python_sb_the_body_runs_directly``), each justified likewise
     complete_rules: ClassVar[str] = ""
+    #: False when the framework has no async tools (the async test skips)
+    async_tools: ClassVar[bool] = True
 
     def call_tools(self, module: ModuleType, calls: Sequence[Call], *, lifecycle: bool = True) -> list[Seen]:
         """Run the framework's own agent loop, driven by its offline model, on the tools of

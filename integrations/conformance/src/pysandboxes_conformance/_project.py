@@ -69,13 +69,6 @@ def pid() -> int:
 
 
 @SANDBOXED
-async def async_pid(delay: float = 0.0) -> int:
-    """The id of the process the async tool's body runs in."""
-    await _asyncio.sleep(delay)
-    return _os.getpid()
-
-
-@SANDBOXED
 def read_text(path: str) -> str:
     """Read a UTF-8 text file."""
     with open(path, encoding="utf-8") as f:
@@ -113,7 +106,17 @@ def _body_pid(text: str) -> str:
     return f"{text} body={_os.getpid()}"
 '''
 
-# the tools of a framework with a context parameter (Harness.context)
+#: the async tools (not made when ``Harness.async_tools`` is False)
+ASYNC_TOOLS = ("async_pid",)
+_ASYNC_BODIES = '''
+
+@SANDBOXED
+async def async_pid(delay: float = 0.0) -> int:
+    """The id of the process the async tool's body runs in."""
+    await _asyncio.sleep(delay)
+    return _os.getpid()
+'''
+
 _CONTEXT_BODIES = '''
 
 @SANDBOXED
@@ -132,22 +135,29 @@ def context_host(CTX_HOST_PARAMETERS) -> str:
 
 def tools_source(harness: Harness, *, plain: bool) -> str:
     """The tools module's source: the bodies above, made tools by the adapter or the framework."""
-    name, annotation = harness.context or ("", "")
-    body = _BODIES if harness.context is None else _BODIES + _CONTEXT_BODIES
-    if harness.context_first:  # the context first, always passed: no default
-        defaulted = host = "CTX_NAME: CTX_TYPE, text: str"
-    else:
-        defaulted, host = "text: str, CTX_NAME: CTX_TYPE = None", "text: str, CTX_NAME: CTX_TYPE"
-    for token, value in (
-        ("CTX_DEFAULT_PARAMETERS", defaulted),
-        ("CTX_HOST_PARAMETERS", host),
+    body = _BODIES
+    if harness.async_tools:  # a framework without async tools refuses an async def
+        body += _ASYNC_BODIES
+    replacements = [
         ("@SANDBOXED_RAISE", harness.plain if plain else harness.sandboxed_raise),
         ("@SANDBOXED", harness.plain if plain else harness.sandboxed),
-        ("@HOST", harness.plain if plain else harness.host),
         ("@SANDBOX_BODY\n", "" if plain else "@sandbox\n"),
-        ("CTX_NAME", name),
-        ("CTX_TYPE", annotation),
-    ):
+    ]
+    if harness.context is not None:  # a framework without a context parameter has no context tools
+        name, annotation = harness.context
+        body += _CONTEXT_BODIES
+        if harness.context_first:  # the context first, always passed: no default
+            defaulted = host = "CTX_NAME: CTX_TYPE, text: str"
+        else:
+            defaulted, host = "text: str, CTX_NAME: CTX_TYPE = None", "text: str, CTX_NAME: CTX_TYPE"
+        replacements += [
+            ("CTX_DEFAULT_PARAMETERS", defaulted),
+            ("CTX_HOST_PARAMETERS", host),
+            ("@HOST", harness.plain if plain else harness.host),
+            ("CTX_NAME", name),
+            ("CTX_TYPE", annotation),
+        ]
+    for token, value in replacements:
         body = body.replace(token, value)
     header = textwrap.dedent(harness.plain_header if plain else harness.sandboxed_header).strip()
     kind = "the plain framework" if plain else f"pysandboxes-{harness.name}"

@@ -21,6 +21,7 @@ from ._harness import Harness, Seen
 from ._project import (
     ALLOWED_MODULE,
     ALLOWED_TEXT,
+    ASYNC_TOOLS,
     CONTEXT_TOOLS,
     PROVIDER,
     REFUSED_MODULE,
@@ -129,6 +130,8 @@ class AdapterConformance:
         assert self.run(harness, plain, ("pid", {})) == [Seen(str(os.getpid()))]
 
     def test_an_async_body_runs_in_the_same_child(self, harness: Harness, tools: ModuleType) -> None:
+        if not harness.async_tools:
+            pytest.skip(f"{harness.name} has no async tools")
         sync, async_ = self.run(harness, tools, ("pid", {}), ("async_pid", {"delay": 0.01}))
         assert not async_.error and async_ == sync
         assert int(async_.text) != os.getpid()
@@ -217,6 +220,8 @@ class AdapterConformance:
     ) -> None:
         if tool in CONTEXT_TOOLS:
             _needs_context(harness)
+        if tool in ASYNC_TOOLS and not harness.async_tools:
+            pytest.skip(f"{harness.name} has no async tools")
         assert harness.schema(tools, tool) == harness.schema(plain, tool)
 
     def test_the_context_parameter_stays_on_the_host(self, harness: Harness, tools: ModuleType) -> None:
