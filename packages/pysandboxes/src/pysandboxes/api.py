@@ -173,6 +173,11 @@ def _join(block: sandboxes) -> _Session:
             provider = providers.require(policy)
         timeout = policy.timeout.value
         child = None
+        forgotten = registry.forget_failed_imports()
+        if forgotten:
+            from ._log import debug
+
+            debug("pysandboxes.partial", "not imported in the sandbox (their import failed): %s", forgotten)
         if provider != "none":
             from .remote.host import Child, host_settings
 
@@ -407,7 +412,15 @@ def sandbox(function: Callable[..., Any] | None = None, *, timeout: float | None
                 "inside `with pysandboxes.sandboxes():` (or `async with`), or run the program "
                 "with `pysandboxes.run(main())`"
             )
-        return None if session.child is None else session
+        if session.child is None:
+            return None
+        if registry.lookup(key) is None:
+            raise SandBoxError(
+                f"{key[0]}.{key[1]}() cannot run in the sandbox: the import of its module {key[0]} "
+                "failed after @sandbox decorated it, so the sandbox does not import that module. "
+                "Fix the import error (or import the module before sandboxes())"
+            )
+        return session
 
     def limit(session: _Session) -> float | None:
         return timeout if timeout is not None else session.timeout

@@ -119,7 +119,11 @@ def _boot(channel: Channel, handoff: dict[str, Any]) -> _Server:
     if policy.net.hostnames:
         policy = policy.pin_hostnames(complete._resolve)
     provider = handoff["provider"]
-    from ..providers import LAUNCHED
+    from ..providers import LAUNCHED, unix_sockets_refused_by
+
+    _State.unix_sockets_refused_by = (
+        None if learner is not None else unix_sockets_refused_by(policy, provider)
+    )
 
     if provider in LAUNCHED:
         from ..providers.namespaces import start_forwarder

@@ -16,7 +16,7 @@ import sys
 import threading
 import time
 
-from ..errors import SandBoxError, SandBoxTimeoutError
+from ..errors import SandBoxError, SandBoxProtocolError, SandBoxTimeoutError
 from ..providers import LAUNCHED
 from . import codec
 from .channel import CALL, CANCEL, CLOSE, END, ERROR, FAILED, ITEM, READY, SHUTDOWN, Channel, ChannelClosed
@@ -539,7 +539,8 @@ class Child:
             if breach is not None:
                 call.put(self._resource_error(*breach))
             else:
-                call.put(SandBoxError(f"the sandbox process died during the call: it {reason}"))
+                # not a refusal (sandbox_denials() is empty): the machinery failed the call
+                call.put(SandBoxProtocolError(f"the sandbox process died during the call: it {reason}"))
         with self.lock:
             self.async_wanted.notify_all()
 
@@ -605,7 +606,7 @@ class Child:
                 if self.process is not None and self.death is None:
                     return
             if self.failed is not None:
-                raise SandBoxError(self.failed)
+                raise SandBoxProtocolError(self.failed)
             now = time.monotonic()
             recent = [t for t in self.deaths if now - t < RESTART_WINDOW]
             if len(recent) >= MAX_DEATHS:
@@ -613,7 +614,7 @@ class Child:
                     f"the sandbox process died {len(recent)} times within {RESTART_WINDOW:.0f} s (last: it "
                     f"{self.death}); it is not restarted: end this sandboxes() block and start a new one"
                 )
-                raise SandBoxError(self.failed)
+                raise SandBoxProtocolError(self.failed)
             old = self.channel
             self.start()  # the new channel is in place, then the child counts as alive
             if old is not None:
@@ -654,7 +655,9 @@ class Child:
                 self._close(call_id)
                 self._die(None, channel=channel)
                 if attempt == 2:
-                    raise SandBoxError("the sandbox process is gone and could not be restarted") from None
+                    raise SandBoxProtocolError(
+                        "the sandbox process is gone and could not be restarted"
+                    ) from None
                 continue
             except BaseException:
                 self._close(call_id)
