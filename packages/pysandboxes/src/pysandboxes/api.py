@@ -132,7 +132,7 @@ def _caller_module() -> str | None:
 
 
 def _join(block: sandboxes) -> _Session:
-    from . import providers
+    from . import _log, providers
     from .rules import load_policy, locate
     from .rules.origin import CODE
 
@@ -145,6 +145,7 @@ def _join(block: sandboxes) -> _Session:
     if block.learn:
         rules.append(("learn", rule_file if block.learn is True else str(block.learn)))
     signature = (rule_file, tuple(rules), block.init_fn)
+    _log.setup_from_environment()
     with _Session.lock:
         session = _Session.current
         if session is not None:
@@ -175,9 +176,9 @@ def _join(block: sandboxes) -> _Session:
         child = None
         forgotten = registry.forget_failed_imports()
         if forgotten:
-            from ._log import debug
-
-            debug("pysandboxes.partial", "not imported in the sandbox (their import failed): %s", forgotten)
+            _log.debug(
+                "pysandboxes.partial", "not imported in the sandbox (their import failed): %s", forgotten
+            )
         if provider != "none":
             from .remote.host import Child, host_settings
 

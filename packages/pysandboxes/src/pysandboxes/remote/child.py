@@ -21,6 +21,7 @@ import os
 import sys
 
 from .._frames import strip_own_frames
+from .._log import debug, debug_enabled
 from .._state import State as _State
 from ..errors import SandBoxError
 from . import codec
@@ -35,6 +36,7 @@ if TYPE_CHECKING:
     from .channel import Channel, Frame
 
 HANDOFF_ENV = "PYSANDBOXES_CHILD"
+_LOGGER = "pysandboxes.partial"
 MAX_WORKERS = 64
 #: a call running this long with nobody listening: another worker takes the socket
 HAND_OVER = 0.002
@@ -95,6 +97,11 @@ def main() -> None:
 
 
 def _boot(channel: Channel, handoff: dict[str, Any]) -> _Server:
+    import time
+
+    started = time.perf_counter()
+    if handoff.get("log_levels"):
+        _forward_logs(channel, handoff["log_levels"])
     from .. import complete
     from ..rules import load_policy
 
@@ -145,7 +152,11 @@ def _boot(channel: Channel, handoff: dict[str, Any]) -> _Server:
         from ..providers.landlock import confine, plan_for
 
         PathFinder.find_spec("pysandboxes-finders")
-        confine(plan_for(policy, program_files=handoff.get("program_files", ())))
+        plan = plan_for(policy, program_files=handoff.get("program_files", ()))
+        if debug_enabled(_LOGGER):
+            for line in plan.describe():
+                debug(_LOGGER, "%s", line)
+        confine(plan)
 
     # The program's own modules, loaded as the host loaded them: before the Python layer's
     # rules apply (the OS boundary is up already, except while learning).
@@ -155,10 +166,12 @@ def _boot(channel: Channel, handoff: dict[str, Any]) -> _Server:
         if name == "__main__" and not handoff.get("main_file"):
             continue  # a notebook or REPL: its functions cannot be imported (said at call time)
         _State.importing = name
+        since = time.perf_counter()
         try:
             module = _import_program_module(name, handoff.get("main_file"))
         finally:
             _State.importing = None
+        debug(_LOGGER, "imported %s in %.1f ms", name, (time.perf_counter() - since) * 1e3)
         path = getattr(module, "__file__", None)
         if isinstance(path, str):
             program_files.append(os.path.realpath(path))
@@ -182,7 +195,6 @@ def _boot(channel: Channel, handoff: dict[str, Any]) -> _Server:
     server.main_file = handoff.get("main_file")
     # What the child itself needs later, loaded now (the import rules are the program's).
     import select  # noqa: F401
-    import time  # noqa: F401
 
     from . import codec  # noqa: F401
 
@@ -202,8 +214,40 @@ def _boot(channel: Channel, handoff: dict[str, Any]) -> _Server:
             server.run_coroutine(result)
     from .channel import READY
 
+    debug(_LOGGER, "ready %.1f ms after the interpreter started", (time.perf_counter() - started) * 1e3)
     channel.send(0, READY, str(os.getpid()).encode())
     return server
+
+
+def _forward_logs(channel: Channel, levels: dict[str, int]) -> None:
+    """The host listens to the sandbox's loggers (``PYSANDBOXES_DEBUG=1``, or a level below
+    WARNING): here they get the host's levels and send each record to the host (a ``LOG``
+    frame), which logs it on its logger of the same name, refusals and debug lines alike."""
+    import json
+    import logging
+
+    from .channel import LOG
+
+    dumps = json.dumps
+
+    class ToHost(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            try:
+                text = record.getMessage()
+                if record.exc_info:
+                    text += "\n" + logging.Formatter().formatException(record.exc_info)
+                payload = dumps([record.name, record.levelno, text[:16384]]).encode()
+                channel.send(0, LOG, payload)
+            except Exception:  # the host is gone, or a record that cannot be shown
+                pass
+
+    handler = ToHost()
+    for name, level in levels.items():
+        if type(name) is str and type(level) is int:
+            logger = logging.getLogger(name)
+            logger.setLevel(level)
+            logger.addHandler(handler)
+            logger.propagate = False  # not also on the child's stderr
 
 
 def _learner(handoff: dict[str, Any], policy: Any) -> Any:

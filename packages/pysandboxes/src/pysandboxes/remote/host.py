@@ -19,7 +19,20 @@ import time
 from ..errors import SandBoxError, SandBoxProtocolError, SandBoxTimeoutError
 from ..providers import LAUNCHED
 from . import codec
-from .channel import CALL, CANCEL, CLOSE, END, ERROR, FAILED, ITEM, READY, SHUTDOWN, Channel, ChannelClosed
+from .channel import (
+    CALL,
+    CANCEL,
+    CLOSE,
+    END,
+    ERROR,
+    FAILED,
+    ITEM,
+    LOG,
+    READY,
+    SHUTDOWN,
+    Channel,
+    ChannelClosed,
+)
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -236,7 +249,12 @@ class Child:
         env["PYSANDBOXES_CHILD"] = f"{child.fileno()},{handoff}"
         root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
         # -u: what the function prints reaches the pipe at once, in the order written
-        argv = [sys.executable, "-E", "-s", "-u", *_bytecode_options(), "-c", _BOOT.format(root=root)]
+        argv = [
+            sys.executable,
+            *("-E", "-s", "-u"),
+            *_host_options(),
+            *("-c", _BOOT.format(root=root)),
+        ]
         fds = [child.fileno(), handoff]
         if self.provider in LAUNCHED:
             launcher, extra, more_env = self._launcher()
@@ -341,6 +359,9 @@ class Child:
                 raise SandBoxError(f"the sandbox could not start: it {status}") from None
             if frame.kind == READY:
                 return frame  # type: ignore[no-any-return]
+            if frame.kind == LOG:  # what the child logged while it started
+                log_from_child(frame.payload, self.process.pid)
+                continue
             if frame.kind == FAILED:
                 message = bytes(frame.payload).decode("utf-8", "replace")
                 self._kill()
@@ -391,6 +412,10 @@ class Child:
     # -- reading ----------------------------------------------------------------------------
 
     def _dispatch(self, frame: Frame) -> None:
+        if frame.kind == LOG:
+            process = self.process
+            log_from_child(frame.payload, process.pid if process is not None else None)
+            return
         with self.lock:
             pending = self.pending.get(frame.call_id)
         if pending is not None:
@@ -863,12 +888,61 @@ class Child:
             self._close(call_id)
 
 
-def _bytecode_options() -> list[str]:
-    """The child (started with -E) writes bytecode where and when the host does."""
+def _host_options() -> list[str]:
+    """The host's own preferences that decide how the program behaves, for the child (started
+    with -E, which ignores PYTHONWARNINGS and the like): it writes bytecode where and when the
+    host does, and has the host's warning filters (``-W``, ``PYTHONWARNINGS``: a framework
+    whose deprecation warnings the host turns into errors, or silences, gets the same in the
+    sandbox)."""
     options = ["-B"] if sys.dont_write_bytecode else []
     if sys.pycache_prefix:
         options += ["-X", f"pycache_prefix={sys.pycache_prefix}"]
+    if sys.flags.dev_mode:
+        options += ["-X", "dev"]
+    options += [f"-W{option}" for option in sys.warnoptions]
     return options
+
+
+#: the loggers whose records the child sends to the host
+CHILD_LOGGERS = ("Pysandboxes", "pysandboxes")
+#: the longest message of a child's record the host logs (the child is not trusted)
+LOG_MAX = 16384
+
+
+def log_levels() -> dict[str, int]:
+    """The sandbox's loggers the host listens to below WARNING (``PYSANDBOXES_DEBUG=1``,
+    ``logging.basicConfig(level=INFO)``...), and their levels: the child sends their records
+    to the host. Without ``logging`` loaded, or at WARNING, none (the child's warnings reach
+    the host's stderr through its own, as the host's would)."""
+    logging = sys.modules.get("logging")
+    if logging is None:
+        return {}
+    levels = {name: logging.getLogger(name).getEffectiveLevel() for name in CHILD_LOGGERS}
+    return {name: level for name, level in levels.items() if level < logging.WARNING}
+
+
+def log_from_child(payload: bytes | memoryview, pid: int | None) -> None:
+    """Log a record the child sent on the host's logger of that name, marked as the
+    sandbox's. What the child sends is checked: one of the sandbox's loggers, a level, a
+    bounded text (hostile code in the child can send records too; it cannot pose as another
+    logger, nor pass a format string)."""
+    import json
+
+    logging = sys.modules.get("logging")
+    if logging is None:
+        return
+    try:
+        name, level, text = json.loads(bytes(payload))
+    except (ValueError, TypeError):
+        return
+    if type(name) is not str or type(level) is not int or type(text) is not str:
+        return
+    if name not in CHILD_LOGGERS and not name.startswith("pysandboxes."):
+        return
+    level = min(max(level, logging.DEBUG), logging.CRITICAL)
+    if len(text) > LOG_MAX:
+        text = text[:LOG_MAX] + " [...]"
+    logging.getLogger(name).log(level, "in the sandbox (pid %s): %s", pid, text)
 
 
 def _deadline(timeout: float | None) -> float | None:
@@ -974,6 +1048,7 @@ def host_settings(
         "program_files": program_sources(modules, main_file),
         "init_fn": list(init_fn) if init_fn else None,
         "asyncio": want_asyncio,
+        "log_levels": log_levels(),
     }
 
 
