@@ -144,3 +144,23 @@ def test_what_the_child_logs_cannot_pose_as_another_logger(project: Project, pro
         "Pysandboxes: in the sandbox"
     ]
     assert "myapp.audit: posing" not in outcome.stderr
+
+
+def test_x_importtime_shows_the_childs_imports_too(project: Project, provider: str) -> None:
+    # Where the child's start goes: the host's `-X importtime` reaches it (its lines come through
+    # the host's stderr), so the sandbox's modules show twice, the host's imports and the child's.
+    _project(project, provider)
+    outcome = project.run(options=["-X", "importtime"])
+    assert (outcome.returncode, outcome.lines) == (0, ["returned", "RuleFileNotFoundError"]), outcome
+    lines = outcome.stderr.splitlines()
+    child = [
+        line
+        for line in lines
+        if line.startswith("import time:") and line.endswith(" pysandboxes.remote.child")
+    ]
+    assert len(child) == 2, outcome.stderr
+
+
+def test_without_x_importtime_the_child_times_no_import(project: Project, provider: str) -> None:
+    _project(project, provider)
+    assert project.ok() == ["returned", "RuleFileNotFoundError"]

@@ -118,6 +118,7 @@ def _boot(channel: Channel, handoff: dict[str, Any]) -> _Server:
         missing_file="learn",
         extra_source=CODE,
     )
+    debug(_LOGGER, "rules loaded at %.1f ms", (time.perf_counter() - started) * 1e3)
     learner = None
     if policy.learning:  # no OS boundary, the host's environment, facts streamed to the host
         learner = _learner(handoff, policy)
@@ -157,6 +158,7 @@ def _boot(channel: Channel, handoff: dict[str, Any]) -> _Server:
             for line in plan.describe():
                 debug(_LOGGER, "%s", line)
         confine(plan)
+        debug(_LOGGER, "confined at %.1f ms", (time.perf_counter() - started) * 1e3)
 
     # The program's own modules, loaded as the host loaded them: before the Python layer's
     # rules apply (the OS boundary is up already, except while learning).
@@ -185,6 +187,7 @@ def _boot(channel: Channel, handoff: dict[str, Any]) -> _Server:
             extra_imports=_top_levels(handoff["modules"]) + _third_party(set(sys.modules) - loaded_before),
             learner=learner,
         )
+    debug(_LOGGER, "guards built at %.1f ms", (time.perf_counter() - started) * 1e3)
     complete._apply_environment(policy, keep_host=learner is not None)
     if learner is not None:
         from ..learning.recorder import record_environment, record_resolutions

@@ -893,12 +893,14 @@ def _host_options() -> list[str]:
     with -E, which ignores PYTHONWARNINGS and the like): it writes bytecode where and when the
     host does, and has the host's warning filters (``-W``, ``PYTHONWARNINGS``: a framework
     whose deprecation warnings the host turns into errors, or silences, gets the same in the
-    sandbox)."""
+    sandbox), its development mode and ``-X importtime`` (where the child's start goes)."""
     options = ["-B"] if sys.dont_write_bytecode else []
     if sys.pycache_prefix:
         options += ["-X", f"pycache_prefix={sys.pycache_prefix}"]
     if sys.flags.dev_mode:
         options += ["-X", "dev"]
+    if "importtime" in sys._xoptions:  # python -X importtime: the child's imports are shown too
+        options += ["-X", "importtime"]
     options += [f"-W{option}" for option in sys.warnoptions]
     return options
 
@@ -1074,25 +1076,30 @@ def program_sources(modules: Sequence[str], main_file: str | None) -> list[str]:
             real, holder = entry(os.path.realpath(path))
             files[real] = None
             folders.add(holder)
-    installed = (sys.prefix, sys.base_prefix, sys.exec_prefix)
-    folders = {
-        f
-        for f in folders
-        if not any(f == p or f.startswith(p.rstrip("/") + "/") for p in installed)
-        and "/site-packages" not in f
-        and "/dist-packages" not in f
-    }
-    # siblings: compared by the path as imported first, resolved only when it may be one (a
-    # framework loads thousands of modules, each resolution a few system calls)
+    installed = tuple({p.rstrip("/") + "/" for p in (sys.prefix, sys.base_prefix, sys.exec_prefix)})
+
+    def is_installed(folder: str) -> bool:
+        return (
+            (folder + "/").startswith(installed) or "/site-packages" in folder or "/dist-packages" in folder
+        )
+
+    folders = {f for f in folders if not is_installed(f)}
+    # siblings: compared by the directory as imported first, each directory resolved once, and
+    # never one of the installed packages' (they are no program's: a framework loads
+    # thousands of modules from a hundred directories, each resolution a few system calls)
     near = folders | {os.path.dirname(f) for f in folders}
+    resolved: dict[str, str | None] = {}
     for module in list(sys.modules.values()):
         loaded = getattr(module, "__file__", None)
         if not isinstance(loaded, str) or not loaded.endswith(".py"):
             continue
-        path = loaded
-        if os.path.dirname(path) not in near and os.path.realpath(os.path.dirname(path)) not in near:
-            continue
-        real, holder = entry(os.path.realpath(path))
+        folder = os.path.dirname(loaded)
+        if folder not in near:
+            if folder not in resolved:
+                resolved[folder] = None if is_installed(folder) else os.path.realpath(folder)
+            if resolved[folder] not in near:
+                continue
+        real, holder = entry(os.path.realpath(loaded))
         if holder in folders and os.path.exists(real):
             files[real] = None
     return [f for f in files if not any(f != d and f.startswith(d + "/") for d in files)]
