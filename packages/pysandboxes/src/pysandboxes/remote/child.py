@@ -164,6 +164,8 @@ def _boot(channel: Channel, handoff: dict[str, Any]) -> _Server:
     # rules apply (the OS boundary is up already, except while learning).
     program_files: list[str] = []
     loaded_before = set(sys.modules)
+    if learner is not None:
+        _learn_what_imports_read(policy, handoff.get("program_files", ()), learner)
     for name in handoff["modules"]:
         if name == "__main__" and not handoff.get("main_file"):
             continue  # a notebook or REPL: its functions cannot be imported (said at call time)
@@ -251,6 +253,28 @@ def _forward_logs(channel: Channel, levels: dict[str, int]) -> None:
             logger.setLevel(level)
             logger.addHandler(handler)
             logger.propagate = False  # not also on the child's stderr
+
+
+def _learn_what_imports_read(policy: Any, program_files: Any, learner: Any) -> None:
+    """Learning: the files the program's modules open at import, recorded as the file guard
+    would judge them. A strict child imports them under the OS boundary (the landlock child
+    confines itself first; a namespace provider's starts inside its view), so what they read
+    then needs its rule, while the Python layer, armed after them, never sees it. The hook
+    judges only while the child imports a program module; a refusal learning cannot lift
+    (``ignore=``) is left to the strict run."""
+    from ..guards import files as file_guard
+
+    handlers = file_guard.build(policy, program_files=program_files, learn=learner.file).handlers
+
+    def hook(event: str, args: tuple[Any, ...]) -> None:
+        if _State.importing is None:
+            return
+        handler = handlers.get(event)
+        if handler is not None:
+            with contextlib.suppress(Exception):
+                handler(args)
+
+    sys.addaudithook(hook)
 
 
 def _learner(handoff: dict[str, Any], policy: Any) -> Any:
