@@ -3,9 +3,11 @@
 Started by the host as ``python -E -s -c <bootstrap>`` with two inherited descriptors: the
 channel (a ``SOCK_SEQPACKET`` socket) and a memory file holding what the host knows (rule
 file, command-line rules, its environment for ``${VAR}``, working directory, ``sys.path``,
-the modules holding ``@sandbox`` functions). Start-up: load the rules, filter the
-environment, import the program's modules (as the host did: before the rules apply), confine
-(landlock), start the worker threads, arm the guards, run ``init_fn``, say READY.
+the modules holding ``@sandbox`` functions, the levels of the sandbox's loggers the host
+listens to). Start-up: send the sandbox's log records to the host (when it listens), load
+the rules, confine (landlock: before the program's code runs), import the program's modules
+(as the host did: before the Python layer's rules apply), build the guards, filter the
+environment, start the worker threads, arm the guards, run ``init_fn``, say READY.
 
 Calls run in a pool of worker threads that all wait on the same socket (whole frames each,
 thanks to SEQPACKET): a slow call never holds up another, and the pool grows when every
