@@ -59,7 +59,7 @@ _BOOT = "import sys; sys.path.insert(0, {root!r}); from pysandboxes.remote.child
 class _Pending:
     """A call in flight: its frames arrive through ``put``; the caller waits on it."""
 
-    __slots__ = ("_lock", "frames", "loop_future", "watched")
+    __slots__ = ("_lock", "frames", "loop_future", "waiting", "watched")
 
     def __init__(self) -> None:
         import _thread
@@ -70,6 +70,10 @@ class _Pending:
         self.loop_future: Any = None
         #: a timed-out call whose stop is being watched: not forgotten when its caller leaves
         self.watched = False
+        #: its caller is in ``wait_frame``, about to read the channel or to wait: a reader that
+        #: leaves may hand it the channel (a caller decoding its answer, or between a stream's
+        #: items, would never take it)
+        self.waiting = False
 
     def put(self, item: Frame | BaseException) -> None:
         self.frames.append(item)
@@ -445,9 +449,13 @@ class Child:
         return True
 
     def _promote(self) -> None:
-        """The reader leaves: wake one waiting caller so that it reads next."""
+        """The reader leaves: wake one waiting caller so that it reads next. Only a caller in
+        ``wait_frame``: one whose answer was taken (it decodes it) has no frames either, and
+        waking it left every other caller waiting with nobody reading."""
         with self.lock:
-            waiting = [p for p in self.pending.values() if not p.frames and p.loop_future is None]
+            waiting = [
+                p for p in self.pending.values() if p.waiting and not p.frames and p.loop_future is None
+            ]
             if self.async_waiting:
                 self.async_wanted.notify()
         if waiting:
@@ -462,7 +470,10 @@ class Child:
             remaining = None if deadline is None else deadline - time.monotonic()
             if remaining is not None and remaining <= 0:
                 return None
+            # said before trying the reader's role: a reader leaving after our try sees it
+            pending.waiting = True
             if self.reader_lock.acquire(False):
+                pending.waiting = False
                 try:
                     while not pending.frames:
                         remaining = None if deadline is None else deadline - time.monotonic()
@@ -475,6 +486,7 @@ class Child:
                     self._promote()
             else:
                 pending.wait(remaining)
+                pending.waiting = False
 
     def _read_for_coroutines(self) -> None:
         """A thread that reads while coroutines wait (they cannot block their event loop)."""
