@@ -230,7 +230,9 @@ def format_mib(size: float) -> str:
 
 
 def format_value(value: float, unit: str) -> str:
-    """``unit`` "s": a duration in seconds; "B": a size in bytes."""
+    """``unit`` "s": a duration in seconds; "B": a size in bytes; "x": a ratio."""
+    if unit == "x":
+        return f"{value:.1f}×"
     return format_mib(value) if unit == "B" else format_seconds(value)
 
 
@@ -246,7 +248,7 @@ class Row:
     ours: float | None  # seconds (bytes when unit == "B"); None: not measured
     theirs: float | None  # same unit; None: the reference is unavailable (see Table.reference_missing)
     command: str
-    unit: str = "s"  # "s" seconds, "B" bytes
+    unit: str = "s"  # "s" seconds, "B" bytes, "x" a ratio
     target: str | None = None  # the goal for our figure and whether it is met; adds a "target" column
 
 

@@ -29,6 +29,17 @@ Measures:
 4. The floor of a round trip on this machine: ``pipe_floor.py``, two processes answering
    pickles over a ``SOCK_SEQPACKET`` socket pair (our channel's transport, without a sandbox).
 
+5. Latency under load: the round trips of 1. (``host.py N 0 calls-only``) idle, then again while a
+   busy neighbour burns every CPU (one ``python -c "while True: pass"`` per CPU of the affinity
+   mask, started by the bench and killed by pid after): p50 and p95 of each, and the ratio.
+6. Enter time with a framework's tool module: ``enter_fw.py`` in the langchain environment
+   (``.venv-int/langchain``, made by ``scripts/integration-envs.sh langchain``; skipped when it
+   is absent), the host importing ``langchain_core`` either way: ``with sandboxes():`` entered
+   and the first ``tool.invoke()`` when the ``@sandbox`` functions live in a module that imports
+   langchain (the child imports it too) and when they live in a framework-free module that the
+   host wraps with ``tool()`` (the child imports only that module).
+
+``--only=load,frameworks`` runs only those parts (our side only: no reference venv).
 ``--profile`` adds where our round trip goes: cProfile of the host around 2000 calls, and loops
 timing the codec and the raw socket (the child cannot be profiled from outside).
 """
@@ -119,6 +130,7 @@ import sbfuncs  # noqa: E402
 t1 = clock()
 small_calls, payload_calls = int(sys.argv[1]), int(sys.argv[2])
 one_cpu = len(sys.argv) > 3 and sys.argv[3] == "one-cpu"
+calls_only = len(sys.argv) > 3 and sys.argv[3] == "calls-only"
 if one_cpu:  # host and child (it inherits the affinity) on one CPU: no cross-CPU wake-ups
     os.sched_setaffinity(0, {{min(os.sched_getaffinity(0))}})
 config = os.path.join(os.path.dirname(os.path.abspath(__file__)), ".py-sandboxes")
@@ -147,7 +159,7 @@ with sandboxes(sandboxes_config=config):
         payload.append(clock() - a)
         assert r == data
     out["threads"] = None
-    if not one_cpu:
+    if not one_cpu and not calls_only:
         threads = [threading.Thread(target=sbfuncs.sleepy, args=(0.5,)) for _ in range(4)]
         a = clock()
         for t in threads:
@@ -264,6 +276,90 @@ print(json.dumps(out))
 '''
 
 
+FW_TOOLS = '''\
+"""@sandbox functions in a module that imports langchain (written by bench/bench_partial.py)."""
+from langchain_core.tools import tool
+
+from pysandboxes import sandbox
+
+
+@tool
+@sandbox
+def add(a: int, b: int) -> int:
+    """Add two numbers."""
+    return a + b
+'''
+
+PLAIN_TOOLS = '''\
+"""@sandbox functions in a framework-free module (written by bench/bench_partial.py)."""
+from pysandboxes import sandbox
+
+
+@sandbox
+def add(a: int, b: int) -> int:
+    """Add two numbers."""
+    return a + b
+'''
+
+ENTER_FW = '''\
+"""sandboxes() enter + first tool call, the tools in fw_tools or plain_tools (bench/bench_partial.py)."""
+import json
+import os
+import sys
+import time
+
+from langchain_core.tools import tool
+
+from pysandboxes import sandboxes
+
+clock = time.perf_counter
+if sys.argv[1] == "framework":
+    import fw_tools
+
+    add = fw_tools.add
+else:
+    import plain_tools
+
+    add = tool(plain_tools.add)
+config = os.path.join(os.path.dirname(os.path.abspath(__file__)), ".py-sandboxes")
+t0 = clock()
+with sandboxes(sandboxes_config=config):
+    t1 = clock()
+    assert add.invoke({"a": 1, "b": 2}) == 3
+    t2 = clock()
+print(json.dumps({"enter": t1 - t0, "enter_first": t2 - t0}))
+'''
+
+#: the environment of the framework whose tool module is measured (6.)
+FW_PYTHON = Path(__file__).resolve().parent.parent / ".venv-int" / "langchain" / "bin" / "python"
+FW_RUNS = 5
+LOAD_PROCESSES = 3  # host processes per condition (idle, loaded); their calls are pooled
+LOAD_CALLS = 2000
+#: p50 under load may be at most this many times the idle p50 (issue 18 §3)
+LOAD_TARGET = 3.0
+
+
+class BusyNeighbours:
+    """One CPU-burning process per CPU of our affinity mask, killed by pid on exit."""
+
+    def __enter__(self) -> BusyNeighbours:
+        import os
+        import subprocess
+
+        count = len(os.sched_getaffinity(0))
+        self.processes = [subprocess.Popen([sys.executable, "-c", "while True: pass"]) for _ in range(count)]
+        import time
+
+        time.sleep(0.5)  # they are running
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        for process in self.processes:
+            process.kill()
+        for process in self.processes:
+            process.wait()
+
+
 class Side:
     """One implementation: its interpreter and its project directories."""
 
@@ -316,9 +412,56 @@ class Side:
         small = [x for run in runs for x in run["small"]]
         payload = [x for run in runs for x in run["payload"]]
         out = {key: median([run[key] for run in runs]) for key in ("import", "enter_first", "exit")}
-        out.update(small_p50=percentile(small, 50), small_p90=percentile(small, 90))
+        out.update(
+            small_p50=percentile(small, 50), small_p90=percentile(small, 90), small_p95=percentile(small, 95)
+        )
         if not one_cpu:
             out.update(payload_p50=percentile(payload, 50), threads=median([run["threads"] for run in runs]))
+        return out
+
+    # -- 5. under load ---------------------------------------------------------------------------
+
+    def loaded(self, provider: str) -> dict[str, float]:
+        """p50 and p95 of small(i) idle, then with a busy neighbour on every CPU."""
+        cwd = self.dir(provider)
+        calls = LOAD_CALLS if self.name == "ours" else self.calls[0]
+        cmd = [self.python, "host.py", str(calls), "0", "calls-only"]
+        warm_bytecode([self.python, "host.py", "10", "0", "calls-only"], cwd=cwd)
+        out: dict[str, float] = {}
+        for condition in ("idle", "loaded"):
+            if condition == "loaded":
+                with BusyNeighbours():
+                    runs = [json.loads(run_child(cmd, cwd=cwd)) for _ in range(LOAD_PROCESSES)]
+            else:
+                runs = [json.loads(run_child(cmd, cwd=cwd)) for _ in range(LOAD_PROCESSES)]
+            small = [x for run in runs for x in run["small"]]
+            out[f"{condition}_p50"] = percentile(small, 50)
+            out[f"{condition}_p95"] = percentile(small, 95)
+        out["ratio"] = out["loaded_p50"] / out["idle_p50"]
+        return out
+
+    # -- 6. a framework's tool module -------------------------------------------------------
+
+    def framework_enter(self) -> dict[str, float] | None:
+        """Medians of FW_RUNS processes: enter, and enter + first call, for both tool modules."""
+        if self.name != "ours" or not FW_PYTHON.exists():
+            return None
+        cwd = SCRATCH / "ours-framework"
+        cwd.mkdir(parents=True, exist_ok=True)
+        for name, text in (
+            ("fw_tools.py", FW_TOOLS),
+            ("plain_tools.py", PLAIN_TOOLS),
+            ("enter_fw.py", ENTER_FW),
+        ):
+            (cwd / name).write_text(text, encoding="utf-8")
+        (cwd / ".py-sandboxes").write_text("# written by bench/bench_partial.py\nos-sandbox=landlock\n")
+        out: dict[str, float] = {}
+        for which in ("framework", "plain"):
+            cmd = [str(FW_PYTHON), "enter_fw.py", which]
+            warm_bytecode(cmd, cwd=cwd)
+            runs = [json.loads(run_child(cmd, cwd=cwd)) for _ in range(FW_RUNS)]
+            out[f"{which}_enter"] = median([run["enter"] for run in runs])
+            out[f"{which}_enter_first"] = median([run["enter_first"] for run in runs])
         return out
 
     # -- 2. whole processes --------------------------------------------------------------------
@@ -357,7 +500,90 @@ def percentile(values: list[float], p: int) -> float:
     return statistics.quantiles(values, n=100, method="inclusive")[p - 1]
 
 
+def load_rows(load: dict[str, float], ref_load: dict[str, float], command: str) -> list[Row]:
+    per = f"{LOAD_PROCESSES} processes × {LOAD_CALLS} calls pooled"
+    burn = "one `python -c 'while True: pass'` per CPU, killed by pid after"
+    return [
+        Row(
+            f"round trip small(i), p50, landlock, idle ({per})",
+            load["idle_p50"],
+            ref_load.get("idle_p50"),
+            command,
+        ),
+        Row("round trip small(i), p95, landlock, idle", load["idle_p95"], ref_load.get("idle_p95"), command),
+        Row(
+            f"round trip small(i), p50, landlock, busy neighbours ({burn})",
+            load["loaded_p50"],
+            ref_load.get("loaded_p50"),
+            command,
+        ),
+        Row(
+            "round trip small(i), p95, landlock, busy neighbours",
+            load["loaded_p95"],
+            ref_load.get("loaded_p95"),
+            command,
+        ),
+        Row(
+            "p50 busy / p50 idle (a ratio, not seconds)",
+            load["ratio"],
+            ref_load.get("ratio"),
+            "ratio of the rows above",
+            unit="x",
+            target=f"≤ {LOAD_TARGET:g}× {'✓' if load['ratio'] <= LOAD_TARGET else '✗'}",
+        ),
+    ]
+
+
+def framework_rows(fw: dict[str, float] | None) -> list[Row]:
+    if fw is None:
+        return []
+    command = f"{FW_PYTHON} enter_fw.py framework|plain in {SCRATCH}/ours-framework"
+    return [
+        Row(
+            f"`with sandboxes():` enter, tools in a module importing langchain (median of {FW_RUNS})",
+            fw["framework_enter"],
+            None,
+            command,
+        ),
+        Row("… enter + first tool.invoke()", fw["framework_enter_first"], None, command),
+        Row(
+            "`with sandboxes():` enter, tools in a framework-free module, tool() applied by the host",
+            fw["plain_enter"],
+            None,
+            command,
+        ),
+        Row("… enter + first tool.invoke()", fw["plain_enter_first"], None, command),
+    ]
+
+
+def main_only(parts: set[str]) -> int:
+    """``--only=load,frameworks``: those parts, our side only."""
+    shutil.rmtree(SCRATCH, ignore_errors=True)
+    ours = Side("ours", OUR_PYTHON, ("landlock",), OUR_CALLS)
+    ours.write()
+    rows: list[Row] = []
+    if "load" in parts:
+        rows += load_rows(ours.loaded("landlock"), {}, f"$PY host.py {LOAD_CALLS} 0 calls-only")
+    if "frameworks" in parts:
+        rows += framework_rows(ours.framework_enter())
+    notes = [
+        f"$PY={OUR_PYTHON}, in {SCRATCH}/ours-landlock (`os-sandbox=landlock`, `python-import=time`)",
+        "the reference is not measured with --only",
+        f"busy neighbours: one CPU-burning process per CPU of the affinity mask "
+        f"({len(__import__('os').sched_getaffinity(0))} here), started 0.5 s before the timed processes",
+        "enter with a framework: the host imports langchain_core in both cases; only where the @sandbox "
+        "functions live differs (the child imports their module, and what it imports)",
+    ]
+    print(
+        Table("Partial mode: latency under load, enter time with a framework", rows, notes, "--only").render()
+    )
+    return 0
+
+
 def main(argv: list[str]) -> int:
+    only = next((a.partition("=")[2] for a in argv if a.startswith("--only=")), None)
+    if only is not None:
+        return main_only(set(only.split(",")))
     ref = reference()
     shutil.rmtree(SCRATCH, ignore_errors=True)
     ours = Side("ours", OUR_PYTHON, ("landlock", "subprocess"), OUR_CALLS)
@@ -371,6 +597,9 @@ def main(argv: list[str]) -> int:
     our_proc = ours.processes("landlock")
     our_rss = ours.rss("landlock")
     our_floor = ours.pipe_floor("landlock")
+    our_load = ours.loaded("landlock")
+    our_fw = ours.framework_enter()
+    ref_load: dict[str, float] = {}
     ref_s: dict[str, float] = {}
     ref_one: dict[str, float] = {}
     ref_proc: dict[str, float] = {}
@@ -384,9 +613,10 @@ def main(argv: list[str]) -> int:
             ref_proc = theirs.processes("subprocess")
             ref_rss = theirs.rss("subprocess")
             ref_floor = theirs.pipe_floor("subprocess")
+            ref_load = theirs.loaded("subprocess")
         except CommandFailed as exc:
             missing = f"its partial mode failed: {exc}"
-            ref_s, ref_one, ref_proc, ref_rss, ref_floor = {}, {}, {}, {}, {}
+            ref_s, ref_one, ref_proc, ref_rss, ref_floor, ref_load = {}, {}, {}, {}, {}, {}
 
     def both(script: str, ours_dir: str = "landlock") -> str:
         return f"$PY {script} in $OURS-{ours_dir}" + (
@@ -458,6 +688,7 @@ def main(argv: list[str]) -> int:
             ref_one.get("small_p50"),
             both(f"host.py {o_calls[0]} 0 one-cpu"),
         ),
+        *load_rows(our_load, ref_load, both(f"host.py {LOAD_CALLS} 0 calls-only")),
         Row(
             "round trip floor: pickle over a SEQPACKET socket pair, no sandbox, 2 CPUs, p50 of 5000",
             our_floor["two-cpus small"],
@@ -496,6 +727,7 @@ def main(argv: list[str]) -> int:
             ref_s.get("exit"),
             both(host),
         ),
+        *framework_rows(our_fw),
         Row(
             "peak RSS, whole tree: python floor.py 0.3 (imports, no block)",
             our_rss["floor"],

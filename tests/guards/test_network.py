@@ -189,6 +189,28 @@ def test_af_unix_connect_is_judged_by_the_file_rules(
     }
 
 
+UNIX_SOCKET = """
+import socket
+attempt("create", lambda: socket.socket(socket.AF_UNIX).close())
+attempt("pair", lambda: [s.close() for s in socket.socketpair()] and None)
+"""
+
+
+def test_under_landlock_a_unix_socket_with_its_key_is_created(project: Any) -> None:
+    run = project.run(UNIX_SOCKET, SOCKET_IMPORTS + "\nlandlock.unix-sockets=true", provider="landlock")
+    assert run.outcomes() == {"create": "OK", "pair": "OK"}
+
+
+def test_under_landlock_a_unix_socket_without_its_key_is_a_refusal_naming_it(project: Any) -> None:
+    # A regression test: the seccomp filter's EACCES surfaced as a bare PermissionError.
+    run = project.run(UNIX_SOCKET, SOCKET_IMPORTS, provider="landlock")
+    assert run.outcomes() == {
+        "create": "RulePermissionError: Creating an AF_UNIX socket DENIED: os-sandbox=landlock refuses UNIX "
+        "sockets (the kernel layer cannot tell which named socket one reaches).",
+        "pair": "OK",
+    }
+
+
 # -- a non-loopback address: in a network namespace ------------------------------------------------
 
 OUTSIDE = """

@@ -261,3 +261,55 @@ def test_a_missing_rule_file_on_a_terminal_learns_and_says_so(project: Project, 
         BANNER.format(target=project.root / RULES),
     ]
     assert "remote-result-mode=objects" in (project.root / RULES).read_text()
+
+
+READS_AT_IMPORT = """
+from pysandboxes import sandbox
+
+with open("data/table.txt") as f:
+    TABLE = f.read()
+
+@sandbox
+def table():
+    return TABLE
+"""
+
+READS_AT_IMPORT_HOST = """
+import sys
+from pysandboxes import sandboxes
+import tools
+
+with sandboxes(learn="learn" in sys.argv):
+    print(tools.table())
+"""
+
+
+def test_what_a_module_reads_at_import_is_learned_for_the_landlock_child(
+    project: Project, home: Path
+) -> None:
+    # A regression test: the landlock child confines itself before it imports the program's
+    # modules, so what they read at import needs a rule; the learning child did not record it
+    # (the Python layer is armed after those imports), and the strict run could not start.
+    project.write("data/table.txt", "1 2 3")
+    project.write(RULES, "os-sandbox=landlock\n")
+    project.tools(READS_AT_IMPORT)
+    project.host(READS_AT_IMPORT_HOST)
+    learned = _run(project, home, "host.py", "learn")
+    assert (learned.returncode, learned.lines) == (0, ["1 2 3"]), learned
+    assert "pysandboxes: learned 1 rule into ./.py-sandboxes (files 1)" in learned.stderr.splitlines()
+    assert "expose-ro=./data" in (project.root / RULES).read_text().splitlines()
+    strict = _run(project, home, "host.py")
+    assert (strict.returncode, strict.stderr, strict.lines) == (0, "", ["1 2 3"])
+
+
+def test_without_the_learned_rule_what_a_module_reads_at_import_is_refused(
+    project: Project, home: Path
+) -> None:
+    project.write("data/table.txt", "1 2 3")
+    project.write(RULES, "os-sandbox=landlock\n")
+    project.tools(READS_AT_IMPORT)
+    project.host(READS_AT_IMPORT_HOST)
+    strict = _run(project, home, "host.py")
+    assert strict.returncode == 1
+    assert "the sandbox could not start: PermissionError" in strict.stderr
+    assert "data/table.txt" in strict.stderr

@@ -14,6 +14,7 @@ import os
 import subprocess
 import sys
 import textwrap
+from collections.abc import Sequence
 from pathlib import Path
 
 import pytest
@@ -69,10 +70,12 @@ class Project:
             **extra,
         }
 
-    def run(self, script: str = "host.py", *, env: dict[str, str] | None = None) -> Outcome:
-        """Run ``python script`` in the project; its exit code, stdout and stderr."""
+    def run(
+        self, script: str = "host.py", *, env: dict[str, str] | None = None, options: Sequence[str] = ()
+    ) -> Outcome:
+        """Run ``python [options] script`` in the project; its exit code, stdout and stderr."""
         done = subprocess.run(
-            [sys.executable, script],
+            [sys.executable, *options, script],
             cwd=self.root,
             env=self.environ(**(env or {})),
             stdin=subprocess.DEVNULL,
@@ -82,9 +85,11 @@ class Project:
         )
         return Outcome(done.returncode, done.stdout, done.stderr)
 
-    def ok(self, script: str = "host.py", *, env: dict[str, str] | None = None) -> list[str]:
+    def ok(
+        self, script: str = "host.py", *, env: dict[str, str] | None = None, options: Sequence[str] = ()
+    ) -> list[str]:
         """Run ``script``, which must succeed silently on stderr; its stdout lines."""
-        outcome = self.run(script, env=env)
+        outcome = self.run(script, env=env, options=options)
         assert (outcome.returncode, outcome.stderr) == (0, ""), outcome
         return outcome.lines
 

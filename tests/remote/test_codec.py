@@ -329,13 +329,13 @@ def data_values(draw: st.DrawFn) -> object:
     )
 
 
-@settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data_values())
 def test_data_round_trips(value):
     assert roundtrip(value) == value
 
 
-@settings(max_examples=300, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data_values(), st.sampled_from(["data-only", "objects"]))
 def test_the_guarded_decoder_decodes_what_the_c_one_does(value, mode):
     # The pure-Python unpickler that checks keys (taken for results whose keys a child could
@@ -618,14 +618,14 @@ def test_prescan_layout_matches_pickletools():
             assert step < 0 and step not in stepped, opcode.name
 
 
-@settings(max_examples=2000, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=2000, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.binary(max_size=200), st.sampled_from(["data-only", "objects"]))
 def test_arbitrary_bytes_give_only_our_error(payload, mode):
     with contextlib.suppress(RestrictedUnpicklingError):
         codec.loads_result(payload, mode=mode)
 
 
-@settings(max_examples=400, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data_values(), st.data())
 def test_mutated_pickles_give_a_value_or_our_error(value, data):
     payload = bytearray(pickle.dumps(value, 5))
@@ -1168,14 +1168,14 @@ def test_a_cycle_of_causes_is_cut():
     assert sandbox_denials(copy) == []
 
 
-@settings(max_examples=1500, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=1500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.binary(max_size=300))
 def test_arbitrary_bytes_to_decode_exception_give_only_a_protocol_error(blob):
     with contextlib.suppress(SandBoxProtocolError):
         codec.decode_exception(blob)
 
 
-@settings(max_examples=500, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.data())
 def test_mutated_descriptions_give_an_exception_or_a_protocol_error(data):
     blob = bytearray(codec.encode_exception(raise_in_child(ValueError("x", 1))))

@@ -851,3 +851,60 @@ def test_a_registering_decorator_on_top_of_sandbox_is_sandboxed(project: Project
         """
     )
     assert project.ok() == ["True"]
+
+
+def test_a_module_whose_import_failed_is_not_imported_by_the_sandbox(project: Project, provider: str) -> None:
+    # A regression test: its @sandbox registrations stayed behind, the child imported it again
+    # (running its top level) and could not start. A wrapper still held refuses, naming why.
+    project.rules(provider)
+    project.tools(
+        """
+        from pysandboxes import sandbox
+
+        @sandbox
+        def ok():
+            return "ok"
+        """
+    )
+    project.write("holder.py", "saved = []\n")
+    project.write(
+        "optional.py",
+        """
+        import holder
+        from pysandboxes import sandbox
+
+        print("optional's top level runs")
+
+        @sandbox
+        def extra():
+            return "extra"
+
+        holder.saved.append(extra)
+        raise ImportError("an optional dependency is missing")
+        """,
+    )
+    project.host(
+        """
+        import holder, tools
+        from pysandboxes import SandBoxError, sandboxes
+
+        try:
+            import optional
+        except ImportError as e:
+            print("host:", e)
+        with sandboxes():
+            print(tools.ok())
+            try:
+                holder.saved[0]()
+            except SandBoxError as e:
+                print(e)
+        """
+    )
+    assert project.ok() == [
+        "optional's top level runs",
+        "host: an optional dependency is missing",
+        "ok",
+        "optional.extra() cannot run in the sandbox: the import of its module optional failed after "
+        "@sandbox decorated it, so the sandbox does not import that module. Fix the import error "
+        "(or import the module before sandboxes())",
+    ]

@@ -654,3 +654,56 @@ def test_broken_rule_file(project: Project, provider: str) -> None:
         f"RuleSyntaxError .py-sandboxes(2): 'expose-ro=./nowhere': '{project.root}/nowhere' does not exist; "
         "create it, or remove the rule"
     ]
+
+
+UNIX_TOOLS = """
+import os, socket
+from pysandboxes import sandbox
+
+@sandbox
+def serve_and_connect(path):
+    server = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    server.bind(path)
+    server.listen()
+    client = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    client.connect(path)
+    client.close()
+    server.close()
+    os.unlink(path)
+    return "connected"
+"""
+
+UNIX_HOST = """
+import os
+from pysandboxes import SandBoxError, sandbox_denials, sandboxes
+import tools
+
+with sandboxes():
+    try:
+        print(tools.serve_and_connect(os.path.abspath("run/s.sock")))
+    except PermissionError as e:
+        print(type(e).__name__, isinstance(e, SandBoxError))
+        print(*sandbox_denials(e), sep="\\n")
+"""
+
+
+def test_a_unix_socket_works_with_its_rule_under_landlock(project: Project) -> None:
+    (project.root / "run").mkdir()
+    project.rules("landlock", "python-import=socket", "expose-rw=./run", "landlock.unix-sockets=true")
+    project.tools(UNIX_TOOLS)
+    project.host(UNIX_HOST)
+    assert project.ok() == ["connected"]
+
+
+def test_a_unix_socket_the_kernel_refuses_is_a_refusal_naming_the_rule(project: Project) -> None:
+    # A regression test: the seccomp filter's EACCES came back as a bare PermissionError.
+    (project.root / "run").mkdir()
+    project.rules("landlock", "python-import=socket", "expose-rw=./run")
+    project.tools(UNIX_TOOLS)
+    project.host(UNIX_HOST)
+    assert project.ok() == [
+        "RulePermissionError True",
+        "RulePermissionError: Creating an AF_UNIX socket DENIED: os-sandbox=landlock refuses UNIX "
+        "sockets (the kernel layer cannot tell which named socket one reaches).",
+        "Add `landlock.unix-sockets=true` to the rule file, and `expose-rw=` for the socket's path.",
+    ]

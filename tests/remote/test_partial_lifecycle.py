@@ -295,7 +295,7 @@ def test_child_death(project: Project, provider: str, function: str, how: str) -
     project.tools(DEATH_TOOLS)
     project.host(
         f"""
-        from pysandboxes import sandboxes
+        from pysandboxes import sandbox_denials, sandboxes
         from pysandboxes.errors import SandBoxError
         import tools
 
@@ -305,11 +305,13 @@ def test_child_death(project: Project, provider: str, function: str, how: str) -
                 tools.{function}()
             except SandBoxError as e:
                 print(type(e).__name__, e)
+                print("refusals:", sandbox_denials(e))  # a death is no refusal
             print("the next call gets a fresh child:", tools.pid() != first)
         """
     )
     assert project.ok() == [
-        f"SandBoxError the sandbox process died during the call: it {how}",
+        f"SandBoxProtocolError the sandbox process died during the call: it {how}",
+        "refusals: []",
         "the next call gets a fresh child: True",
     ]
 
@@ -335,7 +337,7 @@ def test_child_death_during_a_generator(project: Project, provider: str) -> None
     assert project.ok() == [
         "item 1",
         "item 2",
-        "SandBoxError the sandbox process died during the call: it exited with status 5",
+        "SandBoxProtocolError the sandbox process died during the call: it exited with status 5",
         "next: True",
     ]
 

@@ -333,6 +333,40 @@ def test_the_context_parameter_stays_on_the_host(toy: Project) -> None:
     assert toy.ok() == ["kw ctx=None True", "pos ctx=None True"]
 
 
+def test_arguments_after_a_context_passed_by_position_keep_their_places(toy: Project) -> None:
+    # A regression test: a context passed by position moved every argument to its name, and
+    # the values of *args (which have none) were dropped.
+    toy.write(
+        "more.py",
+        """
+        from toyadapter import sandboxed_tool
+        import toy
+
+
+        @sandboxed_tool
+        def joined(ctx: toy.Context = None, /, sep: str = "+", *parts: str) -> str:
+            '''Join the parts.'''
+            return f"{sep.join(parts)} ctx={ctx!r}"
+
+
+        @sandboxed_tool
+        def tail(first: str, ctx: toy.Context = None) -> str:
+            '''A trailing context.'''
+            return f"{first} ctx={ctx!r}"
+        """,
+    )
+    toy.host(
+        """
+        import toy, more
+
+        print(toy.TOOLS["joined"](toy.Context(), "-", "a", "b", "c"))
+        print(toy.TOOLS["joined"](toy.Context()))
+        print(toy.TOOLS["tail"]("x", toy.Context()))
+        """
+    )
+    assert toy.ok() == ["a-b-c ctx=None", " ctx=None", "x ctx=None"]
+
+
 def test_a_host_tool_keeps_the_context_and_its_sandbox_calls_refusals_are_text(toy: Project) -> None:
     toy.host(
         """

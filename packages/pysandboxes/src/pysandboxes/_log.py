@@ -14,9 +14,15 @@ import sys
 USER_LOGGER = "Pysandboxes"
 
 
+_SET_UP: list[bool] = []
+
+
 def setup_from_environment() -> None:
-    """``PYSANDBOXES_DEBUG=1``: show the sandbox's own DEBUG and INFO records on stderr."""
-    if os.environ.get("PYSANDBOXES_DEBUG", "") not in ("", "0"):
+    """``PYSANDBOXES_DEBUG=1``: show the sandbox's own DEBUG and INFO records on stderr (once
+    per process: ``python-sb`` at its start, partial mode when a sandbox first opens; the
+    partial child's records come to these loggers too)."""
+    if os.environ.get("PYSANDBOXES_DEBUG", "") not in ("", "0") and not _SET_UP:
+        _SET_UP.append(True)
         import logging
 
         handler = logging.StreamHandler()

@@ -132,7 +132,7 @@ def _caller_module() -> str | None:
 
 
 def _join(block: sandboxes) -> _Session:
-    from . import providers
+    from . import _log, providers
     from .rules import load_policy, locate
     from .rules.origin import CODE
 
@@ -145,6 +145,7 @@ def _join(block: sandboxes) -> _Session:
     if block.learn:
         rules.append(("learn", rule_file if block.learn is True else str(block.learn)))
     signature = (rule_file, tuple(rules), block.init_fn)
+    _log.setup_from_environment()
     with _Session.lock:
         session = _Session.current
         if session is not None:
@@ -173,6 +174,11 @@ def _join(block: sandboxes) -> _Session:
             provider = providers.require(policy)
         timeout = policy.timeout.value
         child = None
+        forgotten = registry.forget_failed_imports()
+        if forgotten:
+            _log.debug(
+                "pysandboxes.partial", "not imported in the sandbox (their import failed): %s", forgotten
+            )
         if provider != "none":
             from .remote.host import Child, host_settings
 
@@ -240,7 +246,7 @@ def _refuse_functions_held_elsewhere() -> None:
     import types
 
     functions = registry.functions()
-    if not functions:
+    if not functions or not _held_elsewhere(functions):
         return
     wanted = {id(f) for f in functions}  # ids only: a dict of ours would hold them too
     modules = {id(vars(m)): n for n, m in list(sys.modules.items()) if m is not None}
@@ -288,6 +294,35 @@ def _refuse_functions_held_elsewhere() -> None:
             "register a host function that calls it, or use the framework's adapter "
             "(docs/integrations.md)"
         )
+
+
+def _held_elsewhere(functions: list[Any]) -> bool:
+    """Does anything hold one of ``functions`` beyond what ``@sandbox`` itself keeps (the
+    registry, its wrapper's closure and ``__wrapped__``)? Counted against a probe function held
+    the same way, counted the same way, so that the interpreter's own counting does not
+    matter. False spares the walk over every object (a framework's hundred thousand: tenths
+    of a second of the host's CPU while the child starts)."""
+
+    def probe() -> None: ...
+
+    kept = ({0: probe}, _wrapped_like_sandbox(probe))
+    items = [probe]
+    del probe
+    baseline = _reference_counts(items)[0]
+    del kept
+    return any(count > baseline for count in _reference_counts(functions))
+
+
+def _wrapped_like_sandbox(function: Callable[..., Any]) -> Any:
+    @functools.wraps(function)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        return function(*args, **kwargs)
+
+    return wrapper
+
+
+def _reference_counts(functions: list[Any]) -> list[int]:
+    return [sys.getrefcount(f) for f in functions]
 
 
 def _describe(obj: Any) -> str:
@@ -407,7 +442,15 @@ def sandbox(function: Callable[..., Any] | None = None, *, timeout: float | None
                 "inside `with pysandboxes.sandboxes():` (or `async with`), or run the program "
                 "with `pysandboxes.run(main())`"
             )
-        return None if session.child is None else session
+        if session.child is None:
+            return None
+        if registry.lookup(key) is None:
+            raise SandBoxError(
+                f"{key[0]}.{key[1]}() cannot run in the sandbox: the import of its module {key[0]} "
+                "failed after @sandbox decorated it, so the sandbox does not import that module. "
+                "Fix the import error (or import the module before sandboxes())"
+            )
+        return session
 
     def limit(session: _Session) -> float | None:
         return timeout if timeout is not None else session.timeout

@@ -415,7 +415,11 @@ def run(command: CommandLine, policy: Policy, provider: str, program: Program) -
         learning = Session(policy, os.environ)
         sys.stderr.write(banner(policy.learn_target or ""))
     if provider != "none" and policy.py_sandbox.value is not False:
+        from ._state import State
         from .guards import prepare
+        from .providers import unix_sockets_refused_by
+
+        State.unix_sockets_refused_by = unix_sockets_refused_by(policy, provider)
 
         install = prepare(
             policy,

@@ -90,7 +90,9 @@ ConfigSyntaxError = RuleSyntaxError
 
 
 class SandBoxProtocolError(SandBoxError):
-    """The channel to the sandboxed child broke, or the child sent something malformed."""
+    """The channel to the sandboxed child broke (the child died: killed, crashed, exited), or
+    the child sent something malformed. A failure of the machinery, never a refusal:
+    ``sandbox_denials()`` of it is empty."""
 
 
 class SandBoxResourceError(SandBoxError):

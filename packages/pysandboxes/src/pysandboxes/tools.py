@@ -317,22 +317,30 @@ def _first_context(signature: inspect.Signature, hints: dict[str, Any], framewor
 def _stripper(
     signature: inspect.Signature, context: tuple[str, ...], leading: str | None = None
 ) -> Callable[[tuple[Any, ...], dict[str, Any]], tuple[tuple[Any, ...], dict[str, Any]]]:
-    """Take the context parameters out of a call (frameworks pass them by keyword; a positional
-    one is moved to its name first). ``leading``: the first parameter, a context the framework
-    passes by position, replaced by its default (else ``None``) in place."""
+    """Take the context parameters out of a call (frameworks pass them by keyword). One passed
+    by position stays in its place as its default (a context parameter has one), so that the
+    arguments after it, ``*args`` included, keep theirs; a trailing one is dropped. ``leading``:
+    the first parameter, a context the framework passes by position, replaced by its default
+    (else ``None``) in place."""
     parameters = list(signature.parameters.values())
     if leading is not None:
         default = parameters[0].default
         placeholder = None if default is inspect.Parameter.empty else default
         parameters = parameters[1:]
         context = tuple(n for n in context if n != leading)
-    positional = [p.name for p in parameters if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
-    first = min((positional.index(n) for n in context if n in positional), default=len(positional))
+    positional = [p for p in parameters if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
+    slots = {i: p.default for i, p in enumerate(positional) if p.name in context}
+    first = min(slots, default=len(positional))
 
     def strip_rest(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[tuple[Any, ...], dict[str, Any]]:
-        if len(args) > first:  # a context value passed by position: everything by name
-            kwargs = {**dict(zip(positional, args, strict=False)), **kwargs}
-            args = ()
+        if len(args) > first:  # a context value passed by position
+            values = list(args)
+            for index in sorted((i for i in slots if i < len(values)), reverse=True):
+                if index == len(values) - 1:
+                    values.pop()
+                else:
+                    values[index] = slots[index]
+            args = tuple(values)
         return args, {k: v for k, v in kwargs.items() if k not in context}
 
     if leading is None:

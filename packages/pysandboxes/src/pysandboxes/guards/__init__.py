@@ -20,7 +20,8 @@ import sys
 from types import FunctionType
 
 from .._log import USER_LOGGER, debug
-from ..errors import RuleApiPermissionError, SandBoxError
+from .._state import State
+from ..errors import RuleApiPermissionError, RulePermissionError, SandBoxError
 from ..rules.api_registry import CATEGORY_OF
 from ..rules.policy import Policy
 from . import api as api_guard
@@ -330,6 +331,7 @@ def _socket_patch(network: net_guard.NetworkGuard, learner: Recorder | None = No
 
     def patch(module: Any) -> None:
         cls = module.socket
+        init_original = cls.__init__
         listen_original = cls.listen
         connect_original, connect_ex_original = cls.connect, cls.connect_ex
         bind_original, sendto_original, sendmsg_original = cls.bind, cls.sendto, cls.sendmsg
@@ -357,6 +359,15 @@ def _socket_patch(network: net_guard.NetworkGuard, learner: Recorder | None = No
                 args = (*args[:2], before(self, args[2]), *args[3:])
             return sendmsg_original(self, buffers, *args)
 
+        def __init__(self: Any, *args: Any, **kwargs: Any) -> None:
+            try:
+                init_original(self, *args, **kwargs)
+            except PermissionError as exc:
+                raise _unix_socket_refusal(exc, module, args, kwargs) from None
+
+        __init__.__doc__ = init_original.__doc__
+        __init__.__qualname__ = "socket.__init__"
+        cls.__init__ = __init__
         if learner is not None:
             listen, connect, connect_ex, bind = _learning_socket(learner, listen, connect, connect_ex, bind)
         for name, wrapper, original in (
@@ -372,6 +383,26 @@ def _socket_patch(network: net_guard.NetworkGuard, learner: Recorder | None = No
             setattr(cls, name, wrapper)
 
     return patch
+
+
+def _unix_socket_refusal(
+    exc: PermissionError, socket: Any, args: tuple[Any, ...], kwargs: dict[str, Any]
+) -> OSError:
+    """The kernel's ``EACCES`` for a new ``AF_UNIX`` socket, when the provider's seccomp filter
+    refuses them (see providers/seccomp.py), as the refusal it is, naming the rule; any other
+    ``PermissionError`` unchanged. It decides nothing: the kernel has refused already."""
+    provider = State.unix_sockets_refused_by
+    family = args[0] if args else kwargs.get("family", -1)
+    fileno = args[3] if len(args) > 3 else kwargs.get("fileno")
+    if provider is None or fileno is not None or type(family) not in (int, socket.AddressFamily):
+        return exc
+    if int(family) != socket.AF_UNIX:
+        return exc
+    return RulePermissionError(
+        f"Creating an AF_UNIX socket DENIED: os-sandbox={provider} refuses UNIX sockets (the kernel "
+        "layer cannot tell which named socket one reaches).\n"
+        f"Add `{provider}.unix-sockets=true` to the rule file, and `expose-rw=` for the socket's path."
+    )
 
 
 def _learning_socket(learner: Recorder, *methods: Callable[..., Any]) -> tuple[Callable[..., Any], ...]:

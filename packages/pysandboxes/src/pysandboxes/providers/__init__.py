@@ -18,6 +18,14 @@ if TYPE_CHECKING:  # the guest's agent of os-sandbox=qemu imports this package: 
 LAUNCHED = ("bwrap", "unshare", "firejail", "qemu")
 
 
+def unix_sockets_refused_by(policy: Policy, provider: str) -> str | None:
+    """``provider`` when its seccomp filter refuses ``socket(AF_UNIX)`` (see seccomp.py): no
+    ``<provider>.unix-sockets=true``. Used to name that rule when the kernel refuses one."""
+    if provider not in ("landlock", "bwrap", "unshare"):
+        return None
+    return None if policy.options_for(provider).get("unix-sockets") else provider
+
+
 def default_provider() -> str:
     """``landlock`` where the kernel filters TCP ports (ABI >= 4) and the seccomp filter that
     completes it is built for the machine, ``subprocess`` elsewhere."""

@@ -39,6 +39,7 @@ ERROR = 12
 ITEM = 13
 END = 14
 FAILED = 15  # the child could not start: the payload is a UTF-8 message
+LOG = 16  # a record of the child's sandbox loggers: JSON [logger name, level, message]
 
 
 class ChannelClosed(SandBoxError):

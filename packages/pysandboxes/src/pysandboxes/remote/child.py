@@ -3,9 +3,11 @@
 Started by the host as ``python -E -s -c <bootstrap>`` with two inherited descriptors: the
 channel (a ``SOCK_SEQPACKET`` socket) and a memory file holding what the host knows (rule
 file, command-line rules, its environment for ``${VAR}``, working directory, ``sys.path``,
-the modules holding ``@sandbox`` functions). Start-up: load the rules, filter the
-environment, import the program's modules (as the host did: before the rules apply), confine
-(landlock), start the worker threads, arm the guards, run ``init_fn``, say READY.
+the modules holding ``@sandbox`` functions, the levels of the sandbox's loggers the host
+listens to). Start-up: send the sandbox's log records to the host (when it listens), load
+the rules, confine (landlock: before the program's code runs), import the program's modules
+(as the host did: before the Python layer's rules apply), build the guards, filter the
+environment, start the worker threads, arm the guards, run ``init_fn``, say READY.
 
 Calls run in a pool of worker threads that all wait on the same socket (whole frames each,
 thanks to SEQPACKET): a slow call never holds up another, and the pool grows when every
@@ -21,6 +23,7 @@ import os
 import sys
 
 from .._frames import strip_own_frames
+from .._log import debug, debug_enabled
 from .._state import State as _State
 from ..errors import SandBoxError
 from . import codec
@@ -35,6 +38,7 @@ if TYPE_CHECKING:
     from .channel import Channel, Frame
 
 HANDOFF_ENV = "PYSANDBOXES_CHILD"
+_LOGGER = "pysandboxes.partial"
 MAX_WORKERS = 64
 #: a call running this long with nobody listening: another worker takes the socket
 HAND_OVER = 0.002
@@ -95,6 +99,11 @@ def main() -> None:
 
 
 def _boot(channel: Channel, handoff: dict[str, Any]) -> _Server:
+    import time
+
+    started = time.perf_counter()
+    if handoff.get("log_levels"):
+        _forward_logs(channel, handoff["log_levels"])
     from .. import complete
     from ..rules import load_policy
 
@@ -111,6 +120,7 @@ def _boot(channel: Channel, handoff: dict[str, Any]) -> _Server:
         missing_file="learn",
         extra_source=CODE,
     )
+    debug(_LOGGER, "rules loaded at %.1f ms", (time.perf_counter() - started) * 1e3)
     learner = None
     if policy.learning:  # no OS boundary, the host's environment, facts streamed to the host
         learner = _learner(handoff, policy)
@@ -119,7 +129,11 @@ def _boot(channel: Channel, handoff: dict[str, Any]) -> _Server:
     if policy.net.hostnames:
         policy = policy.pin_hostnames(complete._resolve)
     provider = handoff["provider"]
-    from ..providers import LAUNCHED
+    from ..providers import LAUNCHED, unix_sockets_refused_by
+
+    _State.unix_sockets_refused_by = (
+        None if learner is not None else unix_sockets_refused_by(policy, provider)
+    )
 
     if provider in LAUNCHED:
         from ..providers.namespaces import start_forwarder
@@ -141,20 +155,29 @@ def _boot(channel: Channel, handoff: dict[str, Any]) -> _Server:
         from ..providers.landlock import confine, plan_for
 
         PathFinder.find_spec("pysandboxes-finders")
-        confine(plan_for(policy, program_files=handoff.get("program_files", ())))
+        plan = plan_for(policy, program_files=handoff.get("program_files", ()))
+        if debug_enabled(_LOGGER):
+            for line in plan.describe():
+                debug(_LOGGER, "%s", line)
+        confine(plan)
+        debug(_LOGGER, "confined at %.1f ms", (time.perf_counter() - started) * 1e3)
 
     # The program's own modules, loaded as the host loaded them: before the Python layer's
     # rules apply (the OS boundary is up already, except while learning).
     program_files: list[str] = []
     loaded_before = set(sys.modules)
+    if learner is not None:
+        _learn_what_imports_read(policy, handoff.get("program_files", ()), learner)
     for name in handoff["modules"]:
         if name == "__main__" and not handoff.get("main_file"):
             continue  # a notebook or REPL: its functions cannot be imported (said at call time)
         _State.importing = name
+        since = time.perf_counter()
         try:
             module = _import_program_module(name, handoff.get("main_file"))
         finally:
             _State.importing = None
+        debug(_LOGGER, "imported %s in %.1f ms", name, (time.perf_counter() - since) * 1e3)
         path = getattr(module, "__file__", None)
         if isinstance(path, str):
             program_files.append(os.path.realpath(path))
@@ -168,6 +191,7 @@ def _boot(channel: Channel, handoff: dict[str, Any]) -> _Server:
             extra_imports=_top_levels(handoff["modules"]) + _third_party(set(sys.modules) - loaded_before),
             learner=learner,
         )
+    debug(_LOGGER, "guards built at %.1f ms", (time.perf_counter() - started) * 1e3)
     complete._apply_environment(policy, keep_host=learner is not None)
     if learner is not None:
         from ..learning.recorder import record_environment, record_resolutions
@@ -178,7 +202,6 @@ def _boot(channel: Channel, handoff: dict[str, Any]) -> _Server:
     server.main_file = handoff.get("main_file")
     # What the child itself needs later, loaded now (the import rules are the program's).
     import select  # noqa: F401
-    import time  # noqa: F401
 
     from . import codec  # noqa: F401
 
@@ -198,8 +221,62 @@ def _boot(channel: Channel, handoff: dict[str, Any]) -> _Server:
             server.run_coroutine(result)
     from .channel import READY
 
+    debug(_LOGGER, "ready %.1f ms after the interpreter started", (time.perf_counter() - started) * 1e3)
     channel.send(0, READY, str(os.getpid()).encode())
     return server
+
+
+def _forward_logs(channel: Channel, levels: dict[str, int]) -> None:
+    """The host listens to the sandbox's loggers (``PYSANDBOXES_DEBUG=1``, or a level below
+    WARNING): here they get the host's levels and send each record to the host (a ``LOG``
+    frame), which logs it on its logger of the same name, refusals and debug lines alike."""
+    import json
+    import logging
+
+    from .channel import LOG
+
+    dumps = json.dumps
+
+    class ToHost(logging.Handler):
+        def emit(self, record: logging.LogRecord) -> None:
+            try:
+                text = record.getMessage()
+                if record.exc_info:
+                    text += "\n" + logging.Formatter().formatException(record.exc_info)
+                payload = dumps([record.name, record.levelno, text[:16384]]).encode()
+                channel.send(0, LOG, payload)
+            except Exception:  # the host is gone, or a record that cannot be shown
+                pass
+
+    handler = ToHost()
+    for name, level in levels.items():
+        if type(name) is str and type(level) is int:
+            logger = logging.getLogger(name)
+            logger.setLevel(level)
+            logger.addHandler(handler)
+            logger.propagate = False  # not also on the child's stderr
+
+
+def _learn_what_imports_read(policy: Any, program_files: Any, learner: Any) -> None:
+    """Learning: the files the program's modules open at import, recorded as the file guard
+    would judge them. A strict child imports them under the OS boundary (the landlock child
+    confines itself first; a namespace provider's starts inside its view), so what they read
+    then needs its rule, while the Python layer, armed after them, never sees it. The hook
+    judges only while the child imports a program module; a refusal learning cannot lift
+    (``ignore=``) is left to the strict run."""
+    from ..guards import files as file_guard
+
+    handlers = file_guard.build(policy, program_files=program_files, learn=learner.file).handlers
+
+    def hook(event: str, args: tuple[Any, ...]) -> None:
+        if _State.importing is None:
+            return
+        handler = handlers.get(event)
+        if handler is not None:
+            with contextlib.suppress(Exception):
+                handler(args)
+
+    sys.addaudithook(hook)
 
 
 def _learner(handoff: dict[str, Any], policy: Any) -> Any:

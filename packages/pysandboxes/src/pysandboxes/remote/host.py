@@ -16,10 +16,23 @@ import sys
 import threading
 import time
 
-from ..errors import SandBoxError, SandBoxTimeoutError
+from ..errors import SandBoxError, SandBoxProtocolError, SandBoxTimeoutError
 from ..providers import LAUNCHED
 from . import codec
-from .channel import CALL, CANCEL, CLOSE, END, ERROR, FAILED, ITEM, READY, SHUTDOWN, Channel, ChannelClosed
+from .channel import (
+    CALL,
+    CANCEL,
+    CLOSE,
+    END,
+    ERROR,
+    FAILED,
+    ITEM,
+    LOG,
+    READY,
+    SHUTDOWN,
+    Channel,
+    ChannelClosed,
+)
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
@@ -46,7 +59,7 @@ _BOOT = "import sys; sys.path.insert(0, {root!r}); from pysandboxes.remote.child
 class _Pending:
     """A call in flight: its frames arrive through ``put``; the caller waits on it."""
 
-    __slots__ = ("_lock", "frames", "loop_future", "watched")
+    __slots__ = ("_lock", "frames", "loop_future", "waiting", "watched")
 
     def __init__(self) -> None:
         import _thread
@@ -57,6 +70,10 @@ class _Pending:
         self.loop_future: Any = None
         #: a timed-out call whose stop is being watched: not forgotten when its caller leaves
         self.watched = False
+        #: its caller is in ``wait_frame``, about to read the channel or to wait: a reader that
+        #: leaves may hand it the channel (a caller decoding its answer, or between a stream's
+        #: items, would never take it)
+        self.waiting = False
 
     def put(self, item: Frame | BaseException) -> None:
         self.frames.append(item)
@@ -236,7 +253,12 @@ class Child:
         env["PYSANDBOXES_CHILD"] = f"{child.fileno()},{handoff}"
         root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
         # -u: what the function prints reaches the pipe at once, in the order written
-        argv = [sys.executable, "-E", "-s", "-u", *_bytecode_options(), "-c", _BOOT.format(root=root)]
+        argv = [
+            sys.executable,
+            *("-E", "-s", "-u"),
+            *_host_options(),
+            *("-c", _BOOT.format(root=root)),
+        ]
         fds = [child.fileno(), handoff]
         if self.provider in LAUNCHED:
             launcher, extra, more_env = self._launcher()
@@ -341,6 +363,9 @@ class Child:
                 raise SandBoxError(f"the sandbox could not start: it {status}") from None
             if frame.kind == READY:
                 return frame  # type: ignore[no-any-return]
+            if frame.kind == LOG:  # what the child logged while it started
+                log_from_child(frame.payload, self.process.pid)
+                continue
             if frame.kind == FAILED:
                 message = bytes(frame.payload).decode("utf-8", "replace")
                 self._kill()
@@ -391,6 +416,10 @@ class Child:
     # -- reading ----------------------------------------------------------------------------
 
     def _dispatch(self, frame: Frame) -> None:
+        if frame.kind == LOG:
+            process = self.process
+            log_from_child(frame.payload, process.pid if process is not None else None)
+            return
         with self.lock:
             pending = self.pending.get(frame.call_id)
         if pending is not None:
@@ -420,9 +449,13 @@ class Child:
         return True
 
     def _promote(self) -> None:
-        """The reader leaves: wake one waiting caller so that it reads next."""
+        """The reader leaves: wake one waiting caller so that it reads next. Only a caller in
+        ``wait_frame``: one whose answer was taken (it decodes it) has no frames either, and
+        waking it left every other caller waiting with nobody reading."""
         with self.lock:
-            waiting = [p for p in self.pending.values() if not p.frames and p.loop_future is None]
+            waiting = [
+                p for p in self.pending.values() if p.waiting and not p.frames and p.loop_future is None
+            ]
             if self.async_waiting:
                 self.async_wanted.notify()
         if waiting:
@@ -437,7 +470,10 @@ class Child:
             remaining = None if deadline is None else deadline - time.monotonic()
             if remaining is not None and remaining <= 0:
                 return None
+            # said before trying the reader's role: a reader leaving after our try sees it
+            pending.waiting = True
             if self.reader_lock.acquire(False):
+                pending.waiting = False
                 try:
                     while not pending.frames:
                         remaining = None if deadline is None else deadline - time.monotonic()
@@ -450,6 +486,7 @@ class Child:
                     self._promote()
             else:
                 pending.wait(remaining)
+                pending.waiting = False
 
     def _read_for_coroutines(self) -> None:
         """A thread that reads while coroutines wait (they cannot block their event loop)."""
@@ -539,7 +576,8 @@ class Child:
             if breach is not None:
                 call.put(self._resource_error(*breach))
             else:
-                call.put(SandBoxError(f"the sandbox process died during the call: it {reason}"))
+                # not a refusal (sandbox_denials() is empty): the machinery failed the call
+                call.put(SandBoxProtocolError(f"the sandbox process died during the call: it {reason}"))
         with self.lock:
             self.async_wanted.notify_all()
 
@@ -605,7 +643,7 @@ class Child:
                 if self.process is not None and self.death is None:
                     return
             if self.failed is not None:
-                raise SandBoxError(self.failed)
+                raise SandBoxProtocolError(self.failed)
             now = time.monotonic()
             recent = [t for t in self.deaths if now - t < RESTART_WINDOW]
             if len(recent) >= MAX_DEATHS:
@@ -613,7 +651,7 @@ class Child:
                     f"the sandbox process died {len(recent)} times within {RESTART_WINDOW:.0f} s (last: it "
                     f"{self.death}); it is not restarted: end this sandboxes() block and start a new one"
                 )
-                raise SandBoxError(self.failed)
+                raise SandBoxProtocolError(self.failed)
             old = self.channel
             self.start()  # the new channel is in place, then the child counts as alive
             if old is not None:
@@ -654,7 +692,9 @@ class Child:
                 self._close(call_id)
                 self._die(None, channel=channel)
                 if attempt == 2:
-                    raise SandBoxError("the sandbox process is gone and could not be restarted") from None
+                    raise SandBoxProtocolError(
+                        "the sandbox process is gone and could not be restarted"
+                    ) from None
                 continue
             except BaseException:
                 self._close(call_id)
@@ -860,12 +900,63 @@ class Child:
             self._close(call_id)
 
 
-def _bytecode_options() -> list[str]:
-    """The child (started with -E) writes bytecode where and when the host does."""
+def _host_options() -> list[str]:
+    """The host's own preferences that decide how the program behaves, for the child (started
+    with -E, which ignores PYTHONWARNINGS and the like): it writes bytecode where and when the
+    host does, and has the host's warning filters (``-W``, ``PYTHONWARNINGS``: a framework
+    whose deprecation warnings the host turns into errors, or silences, gets the same in the
+    sandbox), its development mode and ``-X importtime`` (where the child's start goes)."""
     options = ["-B"] if sys.dont_write_bytecode else []
     if sys.pycache_prefix:
         options += ["-X", f"pycache_prefix={sys.pycache_prefix}"]
+    if sys.flags.dev_mode:
+        options += ["-X", "dev"]
+    if "importtime" in sys._xoptions:  # python -X importtime: the child's imports are shown too
+        options += ["-X", "importtime"]
+    options += [f"-W{option}" for option in sys.warnoptions]
     return options
+
+
+#: the loggers whose records the child sends to the host
+CHILD_LOGGERS = ("Pysandboxes", "pysandboxes")
+#: the longest message of a child's record the host logs (the child is not trusted)
+LOG_MAX = 16384
+
+
+def log_levels() -> dict[str, int]:
+    """The sandbox's loggers the host listens to below WARNING (``PYSANDBOXES_DEBUG=1``,
+    ``logging.basicConfig(level=INFO)``...), and their levels: the child sends their records
+    to the host. Without ``logging`` loaded, or at WARNING, none (the child's warnings reach
+    the host's stderr through its own, as the host's would)."""
+    logging = sys.modules.get("logging")
+    if logging is None:
+        return {}
+    levels = {name: logging.getLogger(name).getEffectiveLevel() for name in CHILD_LOGGERS}
+    return {name: level for name, level in levels.items() if level < logging.WARNING}
+
+
+def log_from_child(payload: bytes | memoryview, pid: int | None) -> None:
+    """Log a record the child sent on the host's logger of that name, marked as the
+    sandbox's. What the child sends is checked: one of the sandbox's loggers, a level, a
+    bounded text (hostile code in the child can send records too; it cannot pose as another
+    logger, nor pass a format string)."""
+    import json
+
+    logging = sys.modules.get("logging")
+    if logging is None:
+        return
+    try:
+        name, level, text = json.loads(bytes(payload))
+    except (ValueError, TypeError):
+        return
+    if type(name) is not str or type(level) is not int or type(text) is not str:
+        return
+    if name not in CHILD_LOGGERS and not name.startswith("pysandboxes."):
+        return
+    level = min(max(level, logging.DEBUG), logging.CRITICAL)
+    if len(text) > LOG_MAX:
+        text = text[:LOG_MAX] + " [...]"
+    logging.getLogger(name).log(level, "in the sandbox (pid %s): %s", pid, text)
 
 
 def _deadline(timeout: float | None) -> float | None:
@@ -971,6 +1062,7 @@ def host_settings(
         "program_files": program_sources(modules, main_file),
         "init_fn": list(init_fn) if init_fn else None,
         "asyncio": want_asyncio,
+        "log_levels": log_levels(),
     }
 
 
@@ -996,25 +1088,30 @@ def program_sources(modules: Sequence[str], main_file: str | None) -> list[str]:
             real, holder = entry(os.path.realpath(path))
             files[real] = None
             folders.add(holder)
-    installed = (sys.prefix, sys.base_prefix, sys.exec_prefix)
-    folders = {
-        f
-        for f in folders
-        if not any(f == p or f.startswith(p.rstrip("/") + "/") for p in installed)
-        and "/site-packages" not in f
-        and "/dist-packages" not in f
-    }
-    # siblings: compared by the path as imported first, resolved only when it may be one (a
-    # framework loads thousands of modules, each resolution a few system calls)
+    installed = tuple({p.rstrip("/") + "/" for p in (sys.prefix, sys.base_prefix, sys.exec_prefix)})
+
+    def is_installed(folder: str) -> bool:
+        return (
+            (folder + "/").startswith(installed) or "/site-packages" in folder or "/dist-packages" in folder
+        )
+
+    folders = {f for f in folders if not is_installed(f)}
+    # siblings: compared by the directory as imported first, each directory resolved once, and
+    # never one of the installed packages' (they are no program's: a framework loads
+    # thousands of modules from a hundred directories, each resolution a few system calls)
     near = folders | {os.path.dirname(f) for f in folders}
+    resolved: dict[str, str | None] = {}
     for module in list(sys.modules.values()):
         loaded = getattr(module, "__file__", None)
         if not isinstance(loaded, str) or not loaded.endswith(".py"):
             continue
-        path = loaded
-        if os.path.dirname(path) not in near and os.path.realpath(os.path.dirname(path)) not in near:
-            continue
-        real, holder = entry(os.path.realpath(path))
+        folder = os.path.dirname(loaded)
+        if folder not in near:
+            if folder not in resolved:
+                resolved[folder] = None if is_installed(folder) else os.path.realpath(folder)
+            if resolved[folder] not in near:
+                continue
+        real, holder = entry(os.path.realpath(loaded))
         if holder in folders and os.path.exists(real):
             files[real] = None
     return [f for f in files if not any(f != d and f.startswith(d + "/") for d in files)]

@@ -48,6 +48,16 @@ def lookup(key: tuple[str, str]) -> Callable[..., Any] | None:
     return _FUNCTIONS.get(key)
 
 
+def forget_failed_imports() -> list[tuple[str, str]]:
+    """Forget the functions of modules whose import failed after decorating them (the import
+    system took the module out of ``sys.modules``): the child would import them again, run
+    their top level and fail to start. Their wrappers, if still held, refuse to run."""
+    gone = [key for key in _FUNCTIONS if key[0] != "__main__" and key[0] not in sys.modules]
+    for key in gone:
+        del _FUNCTIONS[key]
+    return gone
+
+
 def functions() -> list[Callable[..., Any]]:
     return list(_FUNCTIONS.values())
 
