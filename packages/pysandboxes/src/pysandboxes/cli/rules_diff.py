@@ -89,7 +89,7 @@ class _Tree:
         return self._cache[rel]
 
     def where(self, rel: str) -> str:
-        return f"{self.label}:{rel}" if self.files is not None else rel
+        return f"{self.label}:{rel}" if self.files is not None else self.shown(rel)
 
 
 def _git(repo: str, *args: str) -> bytes:
@@ -150,7 +150,7 @@ def _revision_tree(repo: str, label: str, commit: str, root: str) -> _Tree:
 class Right:
     """One right as written: ``key=value`` (one module for python-import), where it is."""
 
-    __slots__ = ("file", "ident", "key", "learned_by", "line", "rel", "value")
+    __slots__ = ("file", "ident", "key", "learned_by", "line", "rel", "side", "value")
 
     def __init__(
         self, key: str, value: str, file: str, line: int, ident: str, learned_by: str = "", rel: str = ""
@@ -158,6 +158,7 @@ class Right:
         self.key, self.value, self.file, self.line, self.ident = key, value, file, line, ident
         self.learned_by = learned_by
         self.rel = rel or file  # the path relative to the repository root, for grading
+        self.side = "new"  # "old": the line is in the base revision (or the OLD file)
 
     @property
     def text(self) -> str:
@@ -315,6 +316,7 @@ class Finding:
             "key": self.right.key,
             "file": self.right.file,
             "line": self.right.line,
+            "side": self.right.side,
             "policies": self.policies,
             "why": self.graded.why,
             "look_for": self.graded.look_for,
@@ -402,6 +404,9 @@ def diff_trees(
                 sides.append([])
                 continue
             rights, _read = read_policy(tree, main)
+            if tree is old:
+                for r in rights:
+                    r.side = "old"
             errors += check_policy(tree, main, home)
             sides.append(rights)
         shown = new_main if new_main is not None and new.exists(new_main) else old_main or ""
@@ -471,7 +476,8 @@ def _row(x: Finding) -> list[str]:
         why += f"; look for {x.graded.look_for}"
     if x.right.learned_by:
         why += f" (learned by {x.right.learned_by})"
-    return [x.graded.grade, x.graded.change, rule, f"{x.right.file}:{x.right.line}", why]
+    where = f"{x.right.file}:{x.right.line}" + (" (before)" if x.right.side == "old" else "")
+    return [x.graded.grade, x.graded.change, rule, where, why]
 
 
 def as_table(findings: list[Finding], title: str) -> str:
@@ -502,10 +508,7 @@ def as_markdown(findings: list[Finding], title: str) -> str:
     highs = [x for x in findings if x.graded.grade == "high" and x.graded.widens]
     if highs:
         out += ["", "High-risk changes, each to be justified by the code that needs it:", ""]
-        out += [
-            f"- `{x.right.text}` ({x.graded.change}, {x.right.file}:{x.right.line}): {x.graded.why}."
-            for x in highs
-        ]
+        out += [f"- `{x.right.text}` ({x.graded.change}, {_row(x)[3]}): {x.graded.why}." for x in highs]
     return "\n".join(out) + "\n"
 
 
@@ -520,7 +523,12 @@ def run(
         os.mkdir(home)
         spec = targets[0]
         if ".." in spec and not os.path.exists(os.path.join(cwd, spec)):
-            repo = _git(cwd, "rev-parse", "--show-toplevel").decode().strip()
+            try:
+                repo = _git(cwd, "rev-parse", "--show-toplevel").decode().strip()
+            except DiffError as exc:
+                raise DiffError(
+                    f"{spec} names git revisions, and {cwd} is not in a git repository ({exc})"
+                ) from None
             base, head, base_commit, head_commit = parse_range(repo, spec)
             old = _revision_tree(repo, base, base_commit, os.path.join(tmp, "base"))
             new = _revision_tree(repo, head, head_commit, os.path.join(tmp, "head"))

@@ -121,7 +121,12 @@ GRADING_TABLE: tuple[tuple[str, str, str], ...] = (
     ),
     ("medium", "widened", "a net=DENY, python-api=DENY:, unenv= or ignore= line removed"),
     ("low", "added", "a plain import; expose-ro inside the repository; one ordinary env= variable"),
-    ("low", "narrowed", "DENY lines, unenv=, ignore=, limits, learn=false, py-sandbox=true added"),
+    (
+        "low",
+        "narrowed",
+        "DENY lines, unenv=, ignore=, limits, learn=false, py-sandbox=true, the user's or the "
+        "machine's profile include added",
+    ),
     ("low", "removed", "any right removed; a limit removed or raised"),
 )
 
@@ -152,6 +157,8 @@ def is_refusal(key: str, value: str) -> bool:
         return True  # a limit added bounds a run that had none
     if key == "learn":
         return low in _FALSE
+    if key.startswith("include"):
+        return v in USER_GLOBAL_INCLUDES  # their net=DENY apply
     if key in ("py-sandbox", "remote-result-guard"):
         return low not in _FALSE
     if key == "remote-result-mode":
@@ -291,6 +298,8 @@ def grade_added(key: str, value: str, rule_file: str = "") -> Graded:
             return f("high", "code given to eval sees the caller's variables")
         return f("low", "code given to eval gets its own namespace")
     if key.startswith("include"):
+        if value in USER_GLOBAL_INCLUDES:
+            return f("low", "the user's or the machine's profile applies (their net=DENY win)")
         if value.startswith(("./", "../")):
             return f(
                 "high",
@@ -303,6 +312,12 @@ def grade_added(key: str, value: str, rule_file: str = "") -> Graded:
         return f("low", "hides a variable or a file")
     if key.startswith("eval-"):
         return f("medium", "widens the sub-language of code given to eval", "the eval/exec call")
+    if key in ("bwrap.share-net", "unshare.share-net") and value.lower() not in _FALSE:
+        return f("high", "native code shares the host's network: no net= rule holds for it")
+    if key in ("bwrap.unshare-net", "unshare.unshare-net") and value.lower() in _FALSE:
+        return f("high", "native code shares the host's network: no net= rule holds for it")
+    if key == "firejail.seccomp" and value.lower() in _FALSE:
+        return f("high", "firejail without its seccomp filter")
     if "." in key:
         return f("medium", "an option of an OS provider: it changes how the kernel confines the program")
     return f("low", "a setting")
