@@ -664,3 +664,15 @@ def test_revisions_outside_a_repository_are_a_clear_error(tmp_path: Path, repo: 
     )
     bad = repo.diff("--fail-on=critical", "main..HEAD")
     assert bad.returncode == 2 and "invalid choice: 'critical'" in bad.stderr
+
+
+# -- the table in words ------------------------------------------------------------------------
+
+
+def test_docs_show_the_grading_table_as_the_code_holds_it() -> None:
+    from pysandboxes.rules import grading
+
+    docs = (Path(__file__).resolve().parents[2] / "docs/rules.md").read_text()
+    assert grading.table_markdown() in docs
+    modules = grading.GRADING_TABLE[0][2].split("(", 1)[1].rstrip(")").split(", ")
+    assert set(modules) - {"..."} <= grading.DANGEROUS_MODULES

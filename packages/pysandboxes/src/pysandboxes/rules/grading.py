@@ -86,48 +86,99 @@ _ANY_PORT = frozenset(("*", "0-65535", "1-65535", "0-", "1-", "1024-"))
 _ANY_HOST = frozenset(("*", "0.0.0.0/0", "::/0", "[::]/0"))
 _FALSE = frozenset(("false", "0", "no", "off"))
 
-#: The table in words, riskiest first: (grade, change, what). docs/rules.md shows it.
+#: The table in words, riskiest first: (grade, change, rules). docs/rules.md shows it as is (a test
+#: keeps the two the same).
 GRADING_TABLE: tuple[tuple[str, str, str], ...] = (
-    ("high", "added", "python-import=* or a dangerous module (ctypes, subprocess, importlib, pickle, ...)"),
     (
         "high",
         "added",
-        "python-api=ALLOW: *, process-exec, native, dynamic-code, deserialization, introspection "
-        "or one of their functions",
+        "`python-import=*`, or a module that is a way around the Python layer or runs unseen code (ctypes, cffi, mmap, posix, subprocess, pty, multiprocessing, importlib, pkgutil, runpy, zipimport, code, pickle, marshal, shelve, dill, cloudpickle, copyreg, pdb, bdb, inspect, gc, faulthandler, trace, cProfile, atexit, webbrowser, ...)",
     ),
-    ("high", "added", "net=ALLOW to any host, any port, or a host chosen by a variable"),
     (
         "high",
         "added",
-        "expose-rw of /, the home directory, the whole repository, .git or outside the repository "
-        "(the temporary directory excepted); expose-ro of /, the home directory or a key directory "
-        "(~/.ssh, ~/.aws, ...)",
+        "`python-api=ALLOW:` `*`, `process-exec`, `native`, `dynamic-code`, `deserialization`, `introspection`, or one of their functions (`os.system`, `subprocess.*`, `builtins.eval`, `pickle.*`, `sys.settrace`, ...)",
     ),
-    ("high", "added", "an env= pattern (env=*, env=AWS_*)"),
-    ("high", "added", "learn= other than false; py-sandbox=false"),
-    ("high", "added", "os-sandbox=none, os-sandbox=subprocess or a variable in os-sandbox="),
-    ("high", "added", "remote-result-mode=objects, remote-result-guard=false, eval-namespace=caller"),
-    ("high", "added", 'include "./..." or include "../...": rules from the directory the program starts in'),
-    ("high", "widened", "learn=false removed; the user's or the machine's profile include removed"),
-    ("medium", "added", "other python-api=ALLOW: lines (threads, process-control, privileges, a function)"),
-    ("medium", "added", "net=ALLOW to one host and port"),
-    ("medium", "added", "expose-rw inside the repository or of the temporary directory"),
-    ("medium", "added", "expose-ro outside the repository; a path chosen by a variable without default"),
-    ("medium", "added", "a secret-looking env= name (TOKEN, KEY, SECRET, PASSWORD, AWS_, GITHUB_, ...)"),
+    (
+        "high",
+        "added",
+        "`net=ALLOW` to any host (`*`, `0.0.0.0/0`, `::/0`), on every port, or to a host chosen by a variable",
+    ),
+    (
+        "high",
+        "added",
+        "`expose-rw` of `/`, the home directory, the whole repository, `.git`, or outside the repository (the temporary directory excepted); `expose-ro` of `/`, the home directory or a key directory (`~/.ssh`, `~/.gnupg`, `~/.aws`, `~/.kube`, `~/.docker`, `~/.config/gh`, ...)",
+    ),
+    (
+        "high",
+        "added",
+        "an `env=` pattern (`env=*=${*}`, `env=AWS_*=${AWS_*}`)",
+    ),
+    (
+        "high",
+        "added",
+        "`learn=` other than `false`; `py-sandbox=false`; `os-sandbox=none`, `os-sandbox=subprocess` or a variable in `os-sandbox=`",
+    ),
+    (
+        "high",
+        "added",
+        "`remote-result-mode=objects`, `remote-result-guard=false`, `eval-namespace=caller`; `bwrap.share-net=true` (or `unshare-net=false`), `firejail.seccomp=false`",
+    ),
+    (
+        "high",
+        "added",
+        '`include "./..."` or `include "../..."`: rules from the directory the program is started in',
+    ),
+    (
+        "high",
+        "widened",
+        "`learn=false` removed; the user's or the machine's profile include removed",
+    ),
     (
         "medium",
         "added",
-        "another os-sandbox= provider; another include; an eval-* widening; a provider option",
+        "other `python-api=ALLOW:` lines (`threads`, `process-control`, `privileges`, one function)",
     ),
-    ("medium", "widened", "a net=DENY, python-api=DENY:, unenv= or ignore= line removed"),
-    ("low", "added", "a plain import; expose-ro inside the repository; one ordinary env= variable"),
+    (
+        "medium",
+        "added",
+        "`net=ALLOW` to one host and port",
+    ),
+    (
+        "medium",
+        "added",
+        "`expose-rw` inside the repository or of the temporary directory; `expose-ro` outside the repository; a path chosen by a variable without default",
+    ),
+    (
+        "medium",
+        "added",
+        "a secret-looking `env=` name (TOKEN, SECRET, PASSW, KEY, CREDENTIAL, AUTH, COOKIE, SESSION, `AWS_`, `GH_`, `GITHUB_`)",
+    ),
+    (
+        "medium",
+        "added/widened",
+        "another provider in `os-sandbox=`; another include; an `eval-*` widening; another provider option",
+    ),
+    (
+        "medium",
+        "widened",
+        "a `net=DENY`, `python-api=DENY:`, `unenv=` or `ignore=` line removed",
+    ),
+    (
+        "low",
+        "added",
+        "a plain import; `expose-ro` inside the repository; one ordinary `env=` variable",
+    ),
     (
         "low",
         "narrowed",
-        "DENY lines, unenv=, ignore=, limits, learn=false, py-sandbox=true, the user's or the "
-        "machine's profile include added",
+        "a DENY line, `unenv=`, `ignore=`, a limit, `learn=false`, `py-sandbox=true`, the user's or the machine's profile include added; a setting made stronger",
     ),
-    ("low", "removed", "any right removed; a limit removed or raised"),
+    (
+        "low",
+        "removed / widened",
+        "any right removed; a limit removed or raised",
+    ),
 )
 
 
@@ -419,3 +470,9 @@ def grade_changed(
         return Graded("low", "narrowed", after.why, after.look_for)
     # The same grade both ways (a changed default, another file name): a change to review.
     return Graded(after.grade, "widened", after.why, after.look_for)
+
+
+def table_markdown() -> str:
+    """``GRADING_TABLE`` as the Markdown table docs/rules.md shows."""
+    rows = [f"| {grade} | {change} | {rules} |" for grade, change, rules in GRADING_TABLE]
+    return "\n".join(["| Grade | Change | Rules |", "|---|---|---|", *rows]) + "\n"
