@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -676,3 +677,25 @@ def test_docs_show_the_grading_table_as_the_code_holds_it() -> None:
     assert grading.table_markdown() in docs
     modules = grading.GRADING_TABLE[0][2].split("(", 1)[1].rstrip(")").split(", ")
     assert set(modules) - {"..."} <= grading.DANGEROUS_MODULES
+
+
+def _slug(heading: str) -> str:
+    """The anchor a Markdown renderer gives a heading (GitHub's rule)."""
+    text = heading.strip().lower()
+    return re.sub(r"[^\w\- ]", "", text).replace(" ", "-")
+
+
+@pytest.mark.parametrize("page", ["docs/use-cases.md", "docs/faq.md"])
+def test_the_use_cases_and_faq_link_only_what_exists(page: str) -> None:
+    root = Path(__file__).resolve().parents[2]
+    assert f"]({page})" in (root / "README.md").read_text()
+    source = root / page
+    for target in re.findall(r"\]\(([^)\s]+)\)", source.read_text()):
+        if target.startswith(("http://", "https://")):
+            continue
+        path, _, anchor = target.partition("#")
+        file = (source.parent / path).resolve() if path else source
+        assert file.exists(), f"{page}: {target}"
+        if anchor:
+            headings = re.findall(r"^#+ (.+)$", file.read_text(), re.M)
+            assert anchor in {_slug(h) for h in headings}, f"{page}: {target}"
