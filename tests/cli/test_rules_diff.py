@@ -637,6 +637,7 @@ def test_an_include_cycle_is_an_error(repo: Repo) -> None:
         (["nope..HEAD"], "pysandboxes diff: 'nope' is not a commit of this repository"),
         (["HEAD..nope"], "pysandboxes diff: 'nope' is not a commit of this repository"),
         (["HEAD..HEAD", "/elsewhere"], "pysandboxes diff: /elsewhere is outside the repository"),
+        (["HEAD..HEAD", "README"], "pysandboxes diff: no rule file under README in HEAD or in HEAD"),
         (
             ["a.py-sandboxes", "b.py-sandboxes", "c"],
             "pysandboxes diff: give BASE..HEAD [PATHS], or two rule files",

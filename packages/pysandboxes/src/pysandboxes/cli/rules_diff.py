@@ -415,7 +415,7 @@ def diff_trees(
             if shown not in kept.policies:
                 kept.policies.append(shown)
     if errors:
-        raise RuleErrors(sorted(set(errors)))
+        raise RuleErrors(list(dict.fromkeys(errors)))  # each once, in the loader's order
     return sorted(merged.values(), key=Finding.sort_key)
 
 
@@ -539,6 +539,8 @@ def run(
                     raise DiffError(f"{p} is outside the repository {repo}")
                 paths.append("" if rel == "." else rel)
             roots = revision_roots(old, new, paths)
+            if paths and not roots:
+                raise DiffError(f"no rule file under {', '.join(targets[1:])} in {base} or in {head}")
             title = f"{spec} ({base_commit[:12]}..{head_commit[:12]})"
         else:
             if len(targets) != 2:
