@@ -380,6 +380,15 @@ def test_paths_restrict_the_comparison(branch: Repo) -> None:
     assert branch.diff("main..feature", ".py-sandboxes", "--json", cwd=branch.root / "tools").returncode == 0
 
 
+def test_a_path_named_explicitly_is_read_whatever_its_name(repo: Repo) -> None:
+    repo.commit("base", {"ci.rules": "learn=false\n"})
+    repo.commit("widen", {"ci.rules": "learn=false\nexpose-ro=.\n"})
+    assert repo.changes("HEAD~1..HEAD") == set()  # not a *.py-sandboxes* file
+    assert repo.changes("HEAD~1..HEAD", "ci.rules") == {
+        ("medium", "added", "expose-ro=."),  # the whole repository: its .env and .git
+    }
+
+
 def test_a_file_added_or_deleted_adds_or_removes_all_its_rights(repo: Repo) -> None:
     repo.commit("base", {"old.py-sandboxes": "python-import=json\n"})
     repo.commit("swap", {"old.py-sandboxes": None, "new.py-sandboxes": "python-import=marshal\n"})
@@ -496,6 +505,7 @@ GRADED = [
     ("expose-ro=~/.aws", "high"),
     ("expose-ro=/usr/share/dict", "medium"),
     ("expose-ro=./data", "low"),
+    ("expose-ro=..", "medium"),
     ("env=*=${*}", "high"),
     ("env=AWS_*=${AWS_*}", "high"),
     ("env=GITHUB_TOKEN=${GITHUB_TOKEN}", "medium"),

@@ -147,7 +147,7 @@ GRADING_TABLE: tuple[tuple[str, str, str], ...] = (
     (
         "medium",
         "added",
-        "`expose-rw` inside the repository or of the temporary directory; `expose-ro` outside the repository; a path chosen by a variable without default",
+        "`expose-rw` inside the repository or of the temporary directory; `expose-ro` outside the repository or of the whole repository; a path chosen by a variable without default",
     ),
     (
         "medium",
@@ -167,7 +167,7 @@ GRADING_TABLE: tuple[tuple[str, str, str], ...] = (
     (
         "low",
         "added",
-        "a plain import; `expose-ro` inside the repository; one ordinary `env=` variable",
+        "a plain import; `expose-ro` of a directory inside the repository; one ordinary `env=` variable",
     ),
     (
         "low",
@@ -400,6 +400,8 @@ def _grade_exposure(key: str, value: str, rule_file: str, grade: Callable[[str, 
         return grade("medium", "writes inside the repository", look)
     if outside:
         return grade("medium", "reads outside the repository", look)
+    if depth == 0:
+        return grade("medium", "reads the whole repository, its .env and .git included", look)
     return grade("low", "reads inside the repository", look)
 
 
