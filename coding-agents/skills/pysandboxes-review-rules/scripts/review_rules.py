@@ -21,8 +21,8 @@ path opened, the URL, the getenv, the call). Output: an aligned table (default),
 change reaches that grade (for CI). Exit 2 on a usage error.
 
 The grades are the core's (``pysandboxes.rules.grading``, the table ``pysandboxes diff`` uses):
-this script only reads the diff. Imports: json, re, sys and pysandboxes, which python-sb has
-loaded already; it runs under the skill's own locked rule file, ``scripts/.py-sandboxes``.
+this script only reads the diff. Imports: json, re, sys and pysandboxes (PySandboxes' own modules
+need no python-import= line); it runs under the skill's own locked rule file, ``scripts/.py-sandboxes``.
 """
 
 from __future__ import annotations
