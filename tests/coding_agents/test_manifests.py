@@ -115,16 +115,17 @@ def test_every_skill_script_has_its_own_locked_rule_file() -> None:
         assert not re.search(r"^os-sandbox=.*\$\{", text, re.M)
 
 
-def test_the_ci_workflow_grades_rule_changes_with_the_pinned_script() -> None:
+def test_the_ci_workflow_grades_rule_changes_with_the_pinned_release() -> None:
     text = (KIT / "ci/sandbox-rules-review.yml").read_text()
     assert "pull_request:" in text
     assert '- "**/*.py-sandboxes*"' in text
-    assert "sparse-checkout: coding-agents/skills/pysandboxes-review-rules/scripts" in text
-    assert "git diff \"origin/${BASE_REF}...HEAD\" -- '*.py-sandboxes*' > rules.diff" in text
-    assert 'python-sb "$SCRIPTS/review_rules.py" --markdown < rules.diff > review.md' in text
+    assert re.search(r"^      PYSANDBOXES: pysandboxes==\d+\.\d+\.\d+$", text, re.M)  # pinned
+    assert 'pysandboxes diff --markdown --fail-on=high "$BASE_SHA...$HEAD_SHA" > review.md' in text
     assert 'cat review.md >> "$GITHUB_STEP_SUMMARY"' in text
     assert 'gh pr comment "$PR_NUMBER" --body-file review.md' in text
-    assert "--fail-on=high" in text
-    # the base branch reaches the shell through a variable, never pasted into the script
-    assert "BASE_REF: ${{ github.base_ref }}" in text
-    assert '"origin/${{' not in text
+    assert "persist-credentials: false" in text
+    # the revisions reach the shell through variables, never pasted into the script
+    assert "BASE_SHA: ${{ github.event.pull_request.base.sha }}" in text
+    assert "HEAD_SHA: ${{ github.event.pull_request.head.sha }}" in text
+    runs = [line for line in text.splitlines() if "${{" in line and "run:" in line]
+    assert runs == []

@@ -396,3 +396,38 @@ def test_grade_of_an_added_rule(review: ModuleType, rule: str, grade: str) -> No
 def test_grade_of_a_removed_rule(review: ModuleType, rule: str, grade: str) -> None:
     (parsed,) = review.read_line(rule, ".py-sandboxes", 1)
     assert review.grade_removed(parsed).grade == grade
+
+
+# -- one grading table: the core's ---------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "line",
+    [
+        "python-import=ctypes",
+        "python-api=ALLOW:threads",
+        "net=ALLOW|tcp|api.example.com|443|OUT",
+        "expose-rw=.",
+        "expose-ro=~/.ssh",
+        "env=GITHUB_TOKEN=${GITHUB_TOKEN}",
+        "os-sandbox=firejail",
+        "bwrap.share-net=true",
+        'include "./.local.py-sandboxes"',
+        "learn=false",
+    ],
+)
+def test_the_script_grades_with_the_core_table(review: ModuleType, line: str) -> None:
+    from pysandboxes.rules import grading
+
+    (rule,) = review.read_line(line, ".py-sandboxes", 1)
+    core_added = grading.grade_added(rule.key, rule.value, ".py-sandboxes")
+    core_removed = grading.grade_removed(rule.key, rule.value)
+    ours_added, ours_removed = review.grade_added(rule), review.grade_removed(rule)
+    assert (ours_added.grade, ours_added.why) == (core_added.grade, core_added.why)
+    assert (ours_removed.grade, ours_removed.why) == (core_removed.grade, core_removed.why)
+
+
+def test_the_script_holds_no_grading_of_its_own() -> None:
+    source = REVIEW.read_text()
+    assert "from pysandboxes.rules import grading" in source
+    assert "frozenset(" not in source  # the module lists and categories live in the core

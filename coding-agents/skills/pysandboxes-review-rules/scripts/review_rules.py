@@ -14,14 +14,15 @@ as a multiset, so a rule moved from one file to another, or re-ordered, is no ch
 shows ``socket`` only). A ``${VAR:-x}`` default that changes is a change. Candidate files
 (``*.learn``) are never active profiles and are left out.
 
-Each change gets a grade, ``high``, ``medium`` or ``low`` (see the skill's SKILL.md for the
-table), a reason, and what to look for in the code that would justify it (the import line, the
+Each change gets a grade, ``high``, ``medium`` or ``low`` (the core's table: SKILL.md and
+docs/rules.md show it), a reason, and what to look for in the code that would justify it (the import line, the
 path opened, the URL, the getenv, the call). Output: an aligned table (default),
 ``--markdown`` or ``--json``; ``--fail-on=high|medium`` exits 1 when an added or widening
 change reaches that grade (for CI). Exit 2 on a usage error.
 
-Standard library only, three imports (json, re, sys): it runs under the skill's own locked
-rule file, ``scripts/.py-sandboxes``.
+The grades are the core's (``pysandboxes.rules.grading``, the table ``pysandboxes diff`` uses):
+this script only reads the diff. Imports: json, re, sys and pysandboxes (PySandboxes' own modules
+need no python-import= line); it runs under the skill's own locked rule file, ``scripts/.py-sandboxes``.
 """
 
 from __future__ import annotations
@@ -30,52 +31,19 @@ import json
 import re
 import sys
 
-GRADES = ("high", "medium", "low")
-_RANK = {g: i for i, g in enumerate(GRADES)}
+# The grades come from the core's one risk table, pysandboxes.rules.grading, the table that
+# `pysandboxes diff BASE..HEAD` uses too: this script reads a diff, it does not grade on its own.
+try:
+    from pysandboxes.rules import grading
+except ImportError:  # pragma: no cover - run outside python-sb and without pysandboxes
+    sys.stderr.write("review_rules.py: needs pysandboxes; run it with python-sb (see SKILL.md)\n")
+    sys.exit(2)
 
-# Modules whose import alone is a way around the Python layer, or a way to run code it does
-# not see: native memory, processes, dynamic imports and code, deserialization, debuggers,
-# frame and object-graph introspection. Kept in step with the guards by a test
-# (tests/coding_agents/test_review_rules.py).
-DANGEROUS_MODULES = frozenset(
-    (
-        *("ctypes", "_ctypes", "cffi", "mmap", "posix", "nt", "_posixsubprocess", "subprocess", "pty"),
-        *("multiprocessing", "_winapi", "importlib", "pkgutil", "runpy", "zipimport", "code", "codeop"),
-        *("pickle", "_pickle", "marshal", "shelve", "dill", "cloudpickle", "copyreg"),
-        *("pdb", "bdb", "inspect", "gc", "faulthandler", "trace", "cProfile", "profile", "atexit"),
-        *("webbrowser", "sys_monitoring"),
-    )
-)
-# python-api categories (`pysandboxes explain --api`) and what granting each one means.
-HIGH_API = {
-    "*": "allows every sensitive call: the API guard is off",
-    "process-exec": "starts other programs, which the Python layer cannot watch",
-    "native": "loads native code and touches raw memory",
-    "dynamic-code": "lets eval/exec/compile run code unguarded",
-    "deserialization": "unpickles data, which can run any code",
-    "introspection": "lets tracing and the object graph reach into the guards' own frames",
-}
-MEDIUM_API = {
-    "process-control": "signals and waits on other processes",
-    "privileges": "changes user, group or capabilities",
-    "threads": "starts threads",
-}
-# Function prefixes of the high categories, for python-api=ALLOW:<function> lines.
-HIGH_FUNCTIONS = (
-    *("os.system", "os.popen", "os.exec", "os.spawn", "os.posix_spawn", "os.fork", "subprocess."),
-    *("pty.", "ctypes.", "_ctypes.", "builtins.eval", "builtins.exec", "builtins.compile"),
-    *("pickle.", "_pickle.", "marshal.", "sys.settrace", "sys.setprofile"),
-    *("sys._getframe", "gc.get_referrers", "gc.get_objects"),
-)
-_SECRET_NAME = re.compile(r"TOKEN|SECRET|PASSW|KEY|CREDENTIAL|AUTH|COOKIE|SESSION|^AWS_|^GH_|^GITHUB_")
-_USER_GLOBAL_INCLUDES = (
-    "~/.config/py-sandboxes/user-py-sandboxes.profile",
-    "/etc/py-sandboxes/global-py-sandboxes.profile",
-)
-_TMP = re.compile(r"^(\$\{TMPDIR(:-[^}]*)?\}|/tmp|/var/tmp)(/.*)?$")
-_VARIABLE = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)(?::-([^}]*))?\}")
-_ANY_PORT = frozenset(("*", "0-65535", "1-65535", "0-", "1-", "1024-"))
-_ANY_HOST = frozenset(("*", "0.0.0.0/0", "::/0", "[::]/0"))
+GRADES = grading.GRADES
+_RANK = grading.RANK
+DANGEROUS_MODULES = grading.DANGEROUS_MODULES
+HIGH_API = grading.HIGH_API
+MEDIUM_API = grading.MEDIUM_API
 
 
 class Rule:
@@ -263,156 +231,16 @@ class Finding:
         }
 
 
-def _default_of(value: str) -> str:
-    """``${X:-./out}`` -> ``./out`` for grading a path (the variable is reported on its own)."""
-    return _VARIABLE.sub(lambda m: m.group(2) if m.group(2) is not None else "${" + m.group(1) + "}", value)
-
-
-def _is_home(path: str) -> bool:
-    p = path.rstrip("/")
-    return p in ("~", "${HOME}", "$HOME") or re.fullmatch(r"/home/[^/]+|/root|/Users/[^/]+", p) is not None
-
-
-def _escapes(path: str, rule_file: str) -> bool:
-    """Whether a relative path climbs out of the repository, from the rule file's directory."""
-    if path.startswith(("/", "~", "$")):
-        return False
-    depth = rule_file.count("/")
-    for part in path.split("/"):
-        if part == "..":
-            depth -= 1
-            if depth < 0:
-                return True
-        elif part not in ("", "."):
-            depth += 1
-    return False
-
-
 def grade_added(rule: Rule) -> Finding:
-    key, value = rule.key, rule.value
-    f = lambda grade, why, look="": Finding(rule, "added", grade, why, look)  # noqa: E731
-    if key == "python-import":
-        if value == "*":
-            return f("high", "allows every import, so learning and review see none", "every import")
-        top = value.split(".", 1)[0]
-        if top in DANGEROUS_MODULES:
-            return f(
-                "high", f"{top} is a way around the Python layer or to run unseen code", f"import {value}"
-            )
-        return f("low", "an import", f"import {value} / from {value} import ...")
-    if key == "python-api":
-        action, _, target = value.partition(":")
-        target = target.strip()
-        if action.strip().upper() != "ALLOW":
-            return f("low", "a refusal (narrows)")
-        if target in HIGH_API:
-            return f("high", HIGH_API[target], f"the calls of category {target}")
-        if target.startswith(HIGH_FUNCTIONS) or target in ("eval", "exec", "compile"):
-            return f("high", "a function of a high-risk category", f"the call {target}(...)")
-        if target in MEDIUM_API:
-            return f("medium", MEDIUM_API[target], f"the calls of category {target}")
-        return f("medium", "a sensitive call", f"the call {target}(...)")
-    if key == "net":
-        parts = [p.strip() for p in value.split("|")]
-        if len(parts) != 5:
-            return f("medium", "a network rule this review cannot read")
-        action, _proto, host, ports, direction = parts
-        if action.upper() != "ALLOW":
-            return f("low", "a refusal (narrows)")
-        look = f"a connection to {host}:{ports}" if direction.upper() != "IN" else f"a server on {ports}"
-        if host in _ANY_HOST or "${" in host:
-            return f(
-                "high",
-                "opens the network to any host" if "${" not in host else "a variable picks the host",
-                look,
-            )
-        if ports in _ANY_PORT or ("${" in ports and ":-" not in ports):
-            return f("high", "opens every port of the host", look)
-        return f("medium", f"network {direction.upper() or 'OUT'} to one host", look)
-    if key in ("expose-rw", "expose-ro"):
-        path = _default_of(value)
-        writes = key == "expose-rw"
-        look = f"the files opened under {value}" + (" for writing" if writes else "")
-        if path.rstrip("/") in ("", "/") or _is_home(path):
-            return f(
-                "high",
-                f"{'writes' if writes else 'reads'} the whole {'home directory' if path.strip('/') else 'file system'}",
-                look,
-            )
-        if "${" in path:
-            return f("medium", "a variable without a default chooses the path", look)
-        if writes and (_TMP.match(value.strip()) or _TMP.match(path)):
-            return f("medium", "writes the temporary directory, shared with other programs", look)
-        outside = path.startswith(("/", "~")) or _escapes(path, rule.file)
-        if writes and outside:
-            return f("high", "writes outside the project", look)
-        if writes:
-            return f("medium", "writes inside the project", look)
-        if outside:
-            return f("medium", "reads outside the project", look)
-        return f("low", "reads inside the project", look)
-    if key == "env":
-        name = value.split("=", 1)[0].strip()
-        look = f'os.environ["{name}"] / os.getenv("{name}")'
-        if "*" in name:
-            return f("high", "forwards every variable matching a pattern (secrets included)", look)
-        if _SECRET_NAME.search(name.upper()):
-            return f("medium", "forwards a secret-looking variable", look)
-        return f("low", "forwards one variable", look)
-    if key == "learn":
-        if value.strip().lower() in ("false", "0", "no", "off"):
-            return f("low", "locks the rules (narrows)")
-        return f("high", "turns learning on: every access is allowed and recorded")
-    if key == "py-sandbox":
-        if value.strip().lower() in ("false", "0", "no", "off"):
-            return f("high", "turns the Python layer off")
-        return f("low", "the Python layer stays on")
-    if key == "os-sandbox":
-        if "${" in value:
-            return f("high", "a variable chooses (or weakens) the OS provider; name it")
-        if value.strip() in ("none", "subprocess"):
-            return f("high", f"os-sandbox={value.strip()}: no kernel boundary")
-        return f("medium", "changes the OS provider")
-    if key == "remote-result-mode" and value.strip() == "objects":
-        return f("high", "@sandbox results may be any object: the host unpickles what the child sends")
-    if key == "remote-result-guard" and value.strip().lower() in ("false", "0", "no", "off"):
-        return f("high", "the host no longer checks @sandbox results")
-    if key == "eval-namespace" and value.strip() == "caller":
-        return f("high", "code given to eval sees the caller's variables")
-    if key.startswith(("include", "include-optional")):
-        if value.startswith(("./", "../")):
-            return f(
-                "high",
-                "reads rules from the directory the program is started in: whoever runs it adds rights",
-            )
-        return f("medium", "reads more rules from another file: review that file too", f"the file {value}")
-    if key == "unenv" or key == "ignore" or key.startswith("limit-") or key == "timeout":
-        return f("low", "narrows or bounds")
-    if key.startswith("eval-"):
-        return f("medium", "widens the sub-language of code given to eval", "the eval/exec call")
-    return f("low", "a setting")
+    """The core's grade of a rule on an added line (``rule.file``: relative to the repository)."""
+    graded = grading.grade_added(rule.key, rule.value, rule.file)
+    return Finding(rule, "added", graded.grade, graded.why, graded.look_for)
 
 
 def grade_removed(rule: Rule) -> Finding:
-    key, value = rule.key, rule.value
-    f = lambda grade, why: Finding(rule, "removed", grade, why)  # noqa: E731
-    if key == "learn" and value.strip().lower() in ("false", "0", "no", "off"):
-        return f(
-            "high", "unlocks the rules: the command line and the code may add rules, --learn works again"
-        )
-    if key.startswith("include") and value in _USER_GLOBAL_INCLUDES:
-        return f("high", "drops the user's or the machine's profile: their net=DENY no longer apply")
-    if key == "net" and value.split("|", 1)[0].strip().upper() == "DENY":
-        return f("medium", "removes a network refusal (widens)")
-    if key == "python-api" and value.split(":", 1)[0].strip().upper() == "DENY":
-        return f("medium", "removes a refusal of a sensitive call (widens)")
-    if key in ("unenv", "ignore"):
-        return f("medium", "removes a refusal (widens)")
-    if key.startswith("limit-") or key == "timeout":
-        return f("low", "removes a resource limit")
-    if key == "os-sandbox":
-        return f("medium", "the OS provider changes (see the line added)")
-    return f("low", "narrows: a right removed")
+    """The core's grade of a rule on a removed line."""
+    graded = grading.grade_removed(rule.key, rule.value)
+    return Finding(rule, "removed", graded.grade, graded.why, graded.look_for)
 
 
 def review(removed: list[Rule], added: list[Rule]) -> list[Finding]:

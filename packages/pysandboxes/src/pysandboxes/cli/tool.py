@@ -72,11 +72,24 @@ def _parser() -> argparse.ArgumentParser:
     sub.add_parser("doctor", help="which OS providers this host can run, and why not")
     p_diff = sub.add_parser(
         "diff",
-        help="list the learned rules of a candidate file that the active profile does not have yet",
+        help="grade the rights a change of rule files adds and removes (BASE..HEAD, or OLD NEW); "
+        "or list the learned candidates the active profile lacks (CANDIDATES.learn [ACTIVE])",
+        description="pysandboxes diff BASE..HEAD [PATHS] | OLD NEW | CANDIDATES.learn [ACTIVE]",
     )
-    p_diff.add_argument("learned", help="the candidate file, e.g. .py-sandboxes.learn")
     p_diff.add_argument(
-        "active", nargs="?", default=RULE_FILE_NAME, help="the active profile (default: %(default)s)"
+        "targets",
+        nargs="+",
+        metavar="ARG",
+        help="BASE..HEAD (or BASE...HEAD, from the merge base) and optional paths; two rule files "
+        "OLD NEW; or a *.learn candidate file and the active profile (default: .py-sandboxes)",
+    )
+    shape = p_diff.add_mutually_exclusive_group()
+    shape.add_argument("--markdown", action="store_true", help="a Markdown table, for a pull request comment")
+    shape.add_argument("--json", action="store_true", help="one JSON object")
+    p_diff.add_argument(
+        "--fail-on",
+        choices=("high", "medium", "low"),
+        help="exit 1 when a widening change reaches this grade (for CI)",
     )
     return parser
 
@@ -93,7 +106,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         if args.command == "check":
             return _check(args.path, shipped=args.shipped, strict=args.strict)
         if args.command == "diff":
-            return _diff(args.learned, args.active)
+            return _diff_command(args)
         if args.command == "doctor":
             return _doctor()
         return _explain(args.path, api=args.api)
@@ -167,6 +180,53 @@ def _explain(path: str, *, api: bool) -> int:
         return 1
     sys.stdout.write(explain(policy))  # type: ignore[arg-type]
     return 0
+
+
+def _diff_command(args: argparse.Namespace) -> int:
+    """Three forms: revisions, two rule files (graded, rules_diff), or a learned candidate file."""
+    from . import rules_diff
+
+    targets: list[str] = args.targets
+    first = targets[0]
+    revisions = ".." in first and not os.path.exists(first)
+    if not revisions and (len(targets) == 1 or (len(targets) == 2 and _is_candidate_file(first))):
+        if args.markdown or args.json or args.fail_on:
+            print(
+                "pysandboxes diff: --markdown, --json and --fail-on grade a change of rule files "
+                "(BASE..HEAD or OLD NEW), not a candidate file",
+                file=sys.stderr,
+            )
+            return 2
+        return _diff(first, targets[1] if len(targets) > 1 else RULE_FILE_NAME)
+    fmt = "markdown" if args.markdown else "json" if args.json else "table"
+    try:
+        return rules_diff.run(targets, fmt=fmt, fail_on=args.fail_on)
+    except rules_diff.RuleErrors as exc:
+        for line in exc.errors:
+            print(line, file=sys.stderr)
+        count = len(exc.errors)
+        print(
+            f"pysandboxes diff: {count} error{'s' if count > 1 else ''} in the rule files; nothing was compared",
+            file=sys.stderr,
+        )
+        return 2
+    except rules_diff.DiffError as exc:
+        print(f"pysandboxes diff: {exc}", file=sys.stderr)
+        return 2
+
+
+def _is_candidate_file(path: str) -> bool:
+    """A file learning wrote (``*.learn``, or one holding learning blocks), or a single file
+    (``pysandboxes diff FILE`` has always meant candidates against .py-sandboxes)."""
+    from .rules_diff import is_candidate
+
+    if is_candidate(path):
+        return True
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            return "# <learning_guard_" in f.read(1 << 20)
+    except OSError:
+        return False
 
 
 def _diff(learned: str, active: str) -> int:
