@@ -125,10 +125,20 @@ def context_host(text: str, CTX_NAME: CTX_TYPE) -> str:
 '''
 
 
+#: the context tools' signatures for a framework that passes its context first
+_CONTEXT_FIRST = (
+    ("def context_default(text: str, CTX_NAME: CTX_TYPE = None)", "def context_default(CTX_NAME: CTX_TYPE, text: str)"),
+    ("def context_host(text: str, CTX_NAME: CTX_TYPE)", "def context_host(CTX_NAME: CTX_TYPE, text: str)"),
+)
+
+
 def tools_source(harness: Harness, *, plain: bool) -> str:
     """The tools module's source: the bodies above, made tools by the adapter or the framework."""
     name, annotation = harness.context
     body = _BODIES
+    if harness.context_first:  # the framework passes its context first, and never a default
+        for declared, first in _CONTEXT_FIRST:
+            body = body.replace(declared, first)
     for token, value in (
         ("@SANDBOXED_RAISE", harness.plain if plain else harness.sandboxed_raise),
         ("@SANDBOXED", harness.plain if plain else harness.sandboxed),

@@ -96,6 +96,11 @@ class Framework:
     host_decorator: str = ""
     #: how an application opens the sandbox once with this framework, for the INFO message
     lifecycle: str = "with pysandboxes.sandboxes():"
+    #: the framework passes its context as the tool's first positional argument, which cannot
+    #: have a default (pydantic-ai ``RunContext``, openai-agents ``RunContextWrapper``): a first
+    #: parameter ``is_context`` accepts is then kept on the host without a default, and the
+    #: sandboxed body receives ``None`` in its place
+    context_first: bool = False
 
     @property
     def package(self) -> str:
@@ -131,7 +136,7 @@ def sandboxed(
     signature = _signature(original, hints)
     context = _context_parameters(original, signature, hints, framework)
     inner = function if hasattr(function, "__sandbox_key__") else sandbox(original, timeout=timeout)
-    strip = _stripper(signature, context) if context else None
+    strip = _stripper(signature, context, framework.context_first) if context else None
     wrapper = _wrapper(original, inner, strip, framework, on_denial)
     return _as(wrapper, original, signature, hints, framework)
 
@@ -258,13 +263,19 @@ def _context_parameters(
     """The parameters the framework injects; refused when one has no default (the body would
     need the object itself, on the other side of the process boundary)."""
     names = []
-    for parameter in signature.parameters.values():
+    for index, parameter in enumerate(signature.parameters.values()):
         if not framework.is_context(parameter.name, hints.get(parameter.name, parameter.annotation)):
             continue
-        if parameter.default is inspect.Parameter.empty:
+        if parameter.default is inspect.Parameter.empty and not _leading(framework, index, parameter):
             raise TypeError(_context_message(function, parameter, framework))
         names.append(parameter.name)
     return tuple(names)
+
+
+def _leading(framework: Framework, index: int, parameter: inspect.Parameter) -> bool:
+    """The context a ``context_first`` framework passes first: kept without a default."""
+    positional = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
+    return framework.context_first and index == 0 and parameter.kind in positional
 
 
 def _context_message(function: Callable[..., Any], parameter: inspect.Parameter, framework: Framework) -> str:
@@ -292,11 +303,28 @@ def _context_message(function: Callable[..., Any], parameter: inspect.Parameter,
 
 
 def _stripper(
-    signature: inspect.Signature, context: tuple[str, ...]
+    signature: inspect.Signature, context: tuple[str, ...], context_first: bool = False
 ) -> Callable[[tuple[Any, ...], dict[str, Any]], tuple[tuple[Any, ...], dict[str, Any]]]:
     """Take the context parameters out of a call (frameworks pass them by keyword; a positional
-    one is moved to its name first)."""
+    one is moved to its name first). A ``context_first`` framework's leading context is
+    replaced by ``None`` (or its default), in its place."""
     parameters = list(signature.parameters.values())
+    if context_first and parameters and parameters[0].name in context:
+        lead = parameters[0]
+        placeholder = None if lead.default is inspect.Parameter.empty else lead.default
+        others = tuple(n for n in context if n != lead.name)
+        rest = _stripper(signature.replace(parameters=parameters[1:]), others) if others else None
+
+        def strip_first(
+            args: tuple[Any, ...], kwargs: dict[str, Any]
+        ) -> tuple[tuple[Any, ...], dict[str, Any]]:
+            args = args[1:] if args else args
+            kwargs = {k: v for k, v in kwargs.items() if k != lead.name}
+            if rest is not None:
+                args, kwargs = rest(args, kwargs)
+            return (placeholder, *args), kwargs
+
+        return strip_first
     positional = [p.name for p in parameters if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
     first = min((positional.index(n) for n in context if n in positional), default=len(positional))
 
