@@ -6,9 +6,13 @@ No ``from __future__ import annotations``: the suite's driver loads this file ou
 request leaves the process.
 """
 
+import asyncio
+import itertools
+import json
 import logging
 import os
 import re
+import warnings
 from collections.abc import Mapping, Sequence
 from types import ModuleType
 from typing import Any, ClassVar
@@ -45,6 +49,9 @@ class Failures(logging.Handler):
             self.count += 1
 
 
+_CALL_IDS = itertools.count()
+
+
 class ScriptedModel(Model):
     """An offline model: one function call per turn, in order, then a final text. It notes the
     failure count at each turn, so that each call's output is known to be an error or not."""
@@ -75,13 +82,12 @@ class ScriptedModel(Model):
         self.inputs.append(input)
         if turn < len(self.calls):
             name, arguments = self.calls[turn]
-            import json
-
+            call = next(_CALL_IDS)  # unique in a run: a handoff's next agent has a model of its own
             output: list[Any] = [
                 ResponseFunctionToolCall(
                     type="function_call",
-                    id=f"fc_{turn}",
-                    call_id=f"call_{turn}",
+                    id=f"fc_{call}",
+                    call_id=f"call_{call}",
                     name=name,
                     arguments=json.dumps(arguments),
                     status="completed",
@@ -117,7 +123,9 @@ class Recorded:
     def __init__(self, tools: list[FunctionTool], calls: Sequence[Call]) -> None:
         self.failures = Failures()
         self.model = ScriptedModel(calls, self.failures)
-        self.agent: Agent[Any] = Agent(name="conformance", instructions="use the tools", tools=tools, model=self.model)
+        self.agent: Agent[Any] = Agent(
+            name="conformance", instructions="use the tools", tools=tools, model=self.model
+        )
         self.logger = logging.getLogger("openai.agents")
 
     def __enter__(self) -> "Recorded":
@@ -136,7 +144,9 @@ class Recorded:
         return [Seen(text, counts[n + 1] > counts[n]) for n, text in enumerate(outputs)]
 
 
-def run(module: ModuleType, calls: Sequence[Call], *, lifecycle: bool = True, **kwargs: Any) -> tuple[Any, list[Seen]]:
+def run(
+    module: ModuleType, calls: Sequence[Call], *, lifecycle: bool = True, **kwargs: Any
+) -> tuple[Any, list[Seen]]:
     """``Runner.run_sync`` with the scripted model on the module's tools (and its
     ``SandboxRunHooks`` for the lifecycle); the result and what the model saw."""
     hooks = module.hooks if lifecycle and module.hooks is not None else None
@@ -197,6 +207,32 @@ class OpenAIAgentsHarness(Harness):
             "parameters": made.params_json_schema,
             "strict": made.strict_json_schema,
         }
+
+
+def close_default_loop() -> None:
+    """Close the loop ``Runner.run_sync`` runs on: the thread's default loop, which it creates
+    when there is none and never closes (``asyncio.run`` would drop it, unclosed)."""
+    policy = asyncio.get_event_loop_policy()
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        try:
+            loop = policy.get_event_loop()
+        except RuntimeError:  # none: set to None before
+            return
+    loop.close()
+    policy.set_event_loop(None)
+
+
+def run_async(coroutine: Any) -> Any:
+    """``asyncio.run``, in a process that also uses ``Runner.run_sync``."""
+    close_default_loop()
+    return asyncio.run(coroutine)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _default_loop_closed() -> Any:
+    yield
+    close_default_loop()
 
 
 @pytest.fixture(scope="session")

@@ -127,7 +127,10 @@ def context_host(text: str, CTX_NAME: CTX_TYPE) -> str:
 
 #: the context tools' signatures for a framework that passes its context first
 _CONTEXT_FIRST = (
-    ("def context_default(text: str, CTX_NAME: CTX_TYPE = None)", "def context_default(CTX_NAME: CTX_TYPE, text: str)"),
+    (
+        "def context_default(text: str, CTX_NAME: CTX_TYPE = None)",
+        "def context_default(CTX_NAME: CTX_TYPE, text: str)",
+    ),
     ("def context_host(text: str, CTX_NAME: CTX_TYPE)", "def context_host(CTX_NAME: CTX_TYPE, text: str)"),
 )
 

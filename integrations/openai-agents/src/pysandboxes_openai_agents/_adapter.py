@@ -18,6 +18,7 @@ holds the run's state, usage and callbacks: it stays on the host (the sandboxed 
 
 from __future__ import annotations
 
+import inspect
 import re
 import threading
 import typing
@@ -47,6 +48,8 @@ __all__ = [
 REFUSED = "The sandbox refused this tool call: "
 
 _LIFECYCLE = "Runner.run(agent, input, hooks=SandboxRunHooks())"
+
+_FUNCTION_TOOL = inspect.signature(function_tool)
 
 #: ``failure_error_function`` not given: the framework's default for other exceptions
 _UNSET: Any = object()
@@ -116,6 +119,8 @@ def _decorator(
 ) -> Any:
     _check(on_denial)
     kwargs = dict(function_tool_kwargs)
+    # function_tool's keywords checked now, before the body is registered with the sandbox
+    _FUNCTION_TOOL.bind(None, **kwargs, failure_error_function=failure_error_function)
     if on_denial == "text":
         kwargs["failure_error_function"] = _failure_error_function(failure_error_function)
     elif failure_error_function is not _UNSET:  # "raise": the framework's handling, unchanged
@@ -186,8 +191,9 @@ class SandboxRunHooks(RunHooks[Any]):
     module that creates the hooks. A run is told apart by its ``Usage`` object (one per run,
     handoffs included); concurrent runs share one child, the last to end stops it. openai-agents
     has no hook for a run that raises (``MaxTurnsExceeded``, a guardrail tripwire, a tool error
-    with ``failure_error_function=None``): the sandbox it opened then stays up until Python exits.
-    A subclass that overrides ``on_agent_start`` / ``on_agent_end`` calls ``super()``.
+    with ``failure_error_function=None``): the sandbox it opened then stays up until
+    :meth:`close`, or until Python exits. A subclass that overrides ``on_agent_start`` /
+    ``on_agent_end`` calls ``super()``.
     """
 
     def __init__(
@@ -218,3 +224,12 @@ class SandboxRunHooks(RunHooks[Any]):
             _, block = self._open.pop(id(context.usage), (None, None))
         if block is not None:
             await block.__aexit__(None, None, None)
+
+    def close(self) -> None:
+        """Leave the sandbox of every run these hooks saw start and not end (a run that raised);
+        the last one left stops the child. A no-op when none is left."""
+        with self._lock:
+            blocks = [block for _, block in self._open.values()]
+            self._open.clear()
+        for block in reversed(blocks):
+            block.__exit__(None, None, None)
