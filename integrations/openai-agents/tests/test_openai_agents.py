@@ -19,7 +19,15 @@ from types import ModuleType
 from typing import Any
 
 import pytest
-from agents import Agent, MaxTurnsExceeded, Runner, UserError, function_tool
+from agents import (
+    Agent,
+    MaxTurnsExceeded,
+    RunConfig,
+    Runner,
+    ToolErrorFormatterArgs,
+    UserError,
+    function_tool,
+)
 from agents.items import ToolCallOutputItem
 
 import pysandboxes_conformance
@@ -88,6 +96,18 @@ TOOLS = '''
             raise ValueError("no path")
         with open(path, encoding="utf-8") as f:
             return f.read()
+
+
+    @sandboxed_function_tool
+    def fail(message: str) -> str:
+        """Raise ValueError(message)."""
+        raise ValueError(message)
+
+
+    @function_tool(name_override="fail")
+    def plain_fail(message: str) -> str:
+        """Raise ValueError(message)."""
+        raise ValueError(message)
 
 
     @sandboxed_function_tool
@@ -282,6 +302,21 @@ def test_other_exceptions_go_to_the_applications_failure_error_function(
     assert [type(e).__name__ for e in tools.ERRORS] == ["ValueError"]  # refusals are the adapter's
 
 
+def test_the_runs_tool_error_formatter_applies_as_to_a_plain_tool(files: tuple[Files, ModuleType]) -> None:
+    made, tools = files
+
+    def formatter(args: ToolErrorFormatterArgs[Any]) -> str:
+        return f"{args.kind} in {args.tool_name}: {type(args.error).__name__}"
+
+    config = RunConfig(tool_error_formatter=formatter)
+    calls = [("fail", {"message": "no"}), ("read_file", {"path": made.secret})]
+    with sandboxes(sandboxes_config=made.config):
+        result = Runner.run_sync(agent(calls, [tools.fail, tools.read_file]), "go", run_config=config)
+    plain = Runner.run_sync(agent(calls[:1], [tools.plain_fail]), "go", run_config=config)
+    assert outputs(result) == ["tool_exception in fail: ValueError", REFUSED + made.refused]
+    assert outputs(plain) == outputs(result)[:1]
+
+
 def test_failure_error_function_none_raises_other_exceptions_only(files: tuple[Files, ModuleType]) -> None:
     made, tools = files
     with sandboxes(sandboxes_config=made.config):
@@ -441,6 +476,20 @@ def test_a_handoff_keeps_the_runs_sandbox(files: tuple[Files, ModuleType]) -> No
     assert result.last_agent is second
     before, after = outputs(result)  # one tool call of each agent
     assert before == after and int(before) != os.getpid()
+    assert_closed(tools)
+
+
+def test_an_agent_as_tool_runs_its_tools_in_the_outer_runs_sandbox(files: tuple[Files, ModuleType]) -> None:
+    made, tools = files
+    inner = Agent(name="inner", tools=[tools.body_pid], model=ScriptedModel([("body_pid", {})]))
+    nested = inner.as_tool(tool_name="ask_inner", tool_description="Ask the inner agent.")
+    outer = agent([("ask_inner", {"input": "go"}), ("body_pid", {})], [nested, tools.body_pid])
+    result = Runner.run_sync(outer, "go", hooks=SandboxRunHooks(sandboxes_config=made.config))
+    answered, outer_pid = outputs(result)
+    (inner_output,) = [
+        i for i in inner.model.inputs[-1] if isinstance(i, dict) and i.get("type") == "function_call_output"
+    ]
+    assert answered == "done" and inner_output["output"] == outer_pid and int(outer_pid) != os.getpid()
     assert_closed(tools)
 
 

@@ -19,12 +19,20 @@ holds the run's state, usage and callbacks: it stays on the host (the sandboxed 
 from __future__ import annotations
 
 import inspect
+import logging
 import re
 import threading
 import typing
 from typing import TYPE_CHECKING, Any
 
-from agents import RunContextWrapper, RunHooks, default_tool_error_function, function_tool
+from agents import (
+    RunContextWrapper,
+    RunHooks,
+    ToolErrorFormatterArgs,
+    default_tool_error_function,
+    function_tool,
+)
+from agents.tool_context import ToolContext
 
 from pysandboxes.tools import ON_DENIAL, Framework, caller_module, hosted, sandboxed, sandboxes_for
 
@@ -92,17 +100,48 @@ FRAMEWORK = Framework(
 
 def _failure_error_function(given: Any) -> Any:
     """The preset ``failure_error_function``: a refusal is :data:`REFUSED` and its denial text;
-    any other exception is ``given``'s (the framework's default when none was given; ``None``:
-    the run raises it, as ``function_tool(failure_error_function=None)`` does)."""
+    any other exception is ``given``'s (``None``: the run raises it, as
+    ``function_tool(failure_error_function=None)`` does), or, when none was given, the
+    framework's default message as ``RunConfig.tool_error_formatter`` may rewrite it."""
 
     def sandbox_failure_error_function(ctx: RunContextWrapper[Any], error: Exception) -> Any:
         if isinstance(error, SandboxRefusal):
             return f"{REFUSED}{error}"
         if given is None:
             return None
-        return (default_tool_error_function if given is _UNSET else given)(ctx, error)
+        if given is not _UNSET:
+            return given(ctx, error)
+        return _default_message(ctx, error)
 
     return sandbox_failure_error_function
+
+
+async def _default_message(ctx: RunContextWrapper[Any], error: Exception) -> str:
+    """What a tool without ``failure_error_function`` tells the model of an exception: the
+    framework's default message, through the run's ``tool_error_formatter`` if it has one."""
+    message: str = default_tool_error_function(ctx, error)
+    run_config = getattr(ctx, "run_config", None)
+    formatter = getattr(run_config, "tool_error_formatter", None)
+    if formatter is None or not isinstance(ctx, ToolContext):
+        return message
+    try:
+        formatted = formatter(
+            ToolErrorFormatterArgs(
+                kind="tool_exception",
+                tool_type="function",
+                tool_name=ctx.qualified_tool_name,
+                call_id=ctx.tool_call_id,
+                default_message=message,
+                run_context=ctx,
+                error=error,
+            )
+        )
+        if inspect.isawaitable(formatted):
+            formatted = await formatted
+    except Exception:  # as the framework: a failing formatter leaves the default message
+        logging.getLogger("openai.agents").warning("Tool error formatter failed", exc_info=True)
+        return message
+    return formatted if isinstance(formatted, str) else message
 
 
 def _check(on_denial: str) -> None:
