@@ -532,17 +532,25 @@ PROGRAM = """
     from agents.items import ToolCallOutputItem
 
     set_tracing_disabled(True)
-    calls = [("read_file", {"path": sys.argv[1]}), ("read_file", {"path": sys.argv[2]}), ("body_pid", {})]
-    agent = Agent(name="files", tools=[tools.read_file, tools.body_pid], model=ScriptedModel(calls))
+    calls = [
+        ("read_file", {"path": sys.argv[1]}),
+        ("read_file", {"path": sys.argv[2]}),
+        ("body_pid", {}),
+        ("async_pid", {}),
+    ]
+    made = [tools.read_file, tools.body_pid, tools.async_pid]
+    agent = Agent(name="files", tools=made, model=ScriptedModel(calls))
     result = Runner.run_sync(agent, "go", hooks=tools.SandboxRunHooks())
     seen = [output_text(i) for i in result.new_items if isinstance(i, ToolCallOutputItem)]
     print(json.dumps({"pid": os.getpid(), "seen": seen}))
 """
 
 
-def test_under_python_sb_the_tools_run_in_the_program(files: tuple[Files, ModuleType]) -> None:
+@pytest.mark.parametrize("threads", [True, False], ids=["threads-allowed", "threads-refused"])
+def test_under_python_sb_the_tools_run_in_the_program(files: tuple[Files, ModuleType], threads: bool) -> None:
+    """openai-agents runs a sync tool on a worker thread: refused without the rule, as text."""
     made, _ = files
-    app = made.root / "complete"  # the program and its tools; secret.txt stays outside the rules
+    app = made.root / f"complete-{threads}"  # the program and its tools; secret.txt stays outside
     app.mkdir()
     program = app / "program.py"
     program.write_text(textwrap.dedent(PROGRAM), encoding="utf-8")
@@ -554,7 +562,8 @@ def test_under_python_sb_the_tools_run_in_the_program(files: tuple[Files, Module
     rules.write_text(
         "os-sandbox=landlock\n"
         + "".join(f"expose-ro={d}\n" for d in (app, made.root / "data", tests, adapter, conformance))
-        + "python-import=*\npython-api=ALLOW:threads\n",
+        + "python-import=*\n"
+        + ("python-api=ALLOW:threads\n" if threads else ""),
         encoding="utf-8",
     )
     done = subprocess.run(
@@ -580,7 +589,14 @@ def test_under_python_sb_the_tools_run_in_the_program(files: tuple[Files, Module
     )
     assert done.returncode == 0, done.stderr
     report = json.loads(done.stdout.strip().splitlines()[-1])
-    refused, notes, pid = report["seen"]
+    seen = report["seen"]
+    assert int(seen[3]) == report["pid"]  # an async body runs in the program, no thread needed
+    if not threads:
+        assert seen == [
+            f"{REFUSED}RuleApiPermissionError: threading.Thread.start() is denied by the API guard (category: threads).",
+        ] * 3 + [seen[3]]
+        return
+    refused, notes, pid, _ = seen
     assert refused.startswith(REFUSED + "RuleFileNotFoundError: ") and made.secret in refused
     assert "Add `" not in refused
     assert notes == "one\ntwo\n" and int(pid) == report["pid"]  # the body runs in the program

@@ -6,7 +6,8 @@ openai-agents hands a tool's exception to the tool's ``failure_error_function``,
 what the model reads (the default one says only ``An error occurred while running the tool.
 Please try again.``; ``None`` makes the run raise). A refusal is raised as
 :class:`SandboxRefusal` (its message is the denial text, no hint) and the adapter's preset
-``failure_error_function`` gives the model :data:`REFUSED` followed by that text; every other
+``failure_error_function`` gives the model :data:`REFUSED` followed by that text (as it does
+for a refusal of the framework's own work around the body, under ``python-sb``); every other
 exception goes to the application's ``failure_error_function`` (the framework's default when
 none is given), as without the adapter. ``on_denial="raise"`` leaves refusals to the framework's
 own handling too.
@@ -34,6 +35,7 @@ from agents import (
 )
 from agents.tool_context import ToolContext
 
+from pysandboxes import denial_text, is_in_sandbox, sandbox_denials
 from pysandboxes.tools import ON_DENIAL, Framework, caller_module, hosted, sandboxed, sandboxes_for
 
 if TYPE_CHECKING:
@@ -107,6 +109,8 @@ def _failure_error_function(given: Any) -> Any:
     def sandbox_failure_error_function(ctx: RunContextWrapper[Any], error: Exception) -> Any:
         if isinstance(error, SandboxRefusal):
             return f"{REFUSED}{error}"
+        if sandbox_denials(error):  # refused around the body: python-sb refusing openai-agents' thread
+            return f"{REFUSED}{denial_text(error)}"
         if given is None:
             return None
         if given is not _UNSET:
@@ -249,6 +253,8 @@ class SandboxRunHooks(RunHooks[Any]):
         self._open: dict[int, tuple[object, sandboxes]] = {}
 
     async def on_agent_start(self, context: Any, agent: Any) -> None:
+        if is_in_sandbox():  # python-sb: the whole program is sandboxed already
+            return
         usage = context.usage
         with self._lock:
             if id(usage) in self._open:  # a handoff: the run's sandbox is open
