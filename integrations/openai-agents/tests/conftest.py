@@ -189,6 +189,10 @@ class OpenAIAgentsHarness(Harness):
             "@sandboxed_function_tool makes a tool of a function, not of a agents.tool.FunctionTool",
         ),
         (
+            '@sandbox\n@sandboxed_function_tool\ndef twice() -> int:\n    """Sandboxed twice."""\n    return 2\n',
+            "@sandbox decorates a function, not a agents.tool.FunctionTool",
+        ),
+        (
             '@sandboxed_function_tool\ndef late(text: str, ctx: ToolContext[Any]) -> str:\n    """Context second."""\n    return text\n',
             "its `ctx: ToolContext",
         ),
