@@ -192,6 +192,122 @@ FRAMEWORKS = {
                 return module.add._tool_func
         """,
     },
+    "pydantic-ai": {
+        "plain": """
+            from pydantic_ai import FunctionToolset
+
+            toolset = FunctionToolset()
+
+            @toolset.tool_plain
+            def add(a: int, b: int) -> int:
+                '''Add two integers.'''
+                return a + b
+        """,
+        "sandboxed": """
+            from pysandboxes import sandbox
+            from pysandboxes_pydantic_ai import SandboxedToolset
+
+            toolset = SandboxedToolset()
+
+            @toolset.tool_plain
+            def add(a: int, b: int) -> int:
+                '''Add two integers.'''
+                return a + b
+
+            @sandbox
+            def bare(a: int, b: int) -> int:
+                return a + b
+        """,
+        # FunctionToolset.call_tool awaits the tool's FunctionSchema.call (validated arguments;
+        # a sync function runs on a worker thread); the RunContext is only read by context tools
+        "call": """
+            import asyncio
+
+            def caller(module):
+                loop = asyncio.new_event_loop()
+                call = module.toolset.tools["add"].function_schema.call
+                return lambda: loop.run_until_complete(call({"a": 1, "b": 2}, None))
+
+            def function(module):  # what the Tool calls: the function, or our wrapper
+                return module.toolset.tools["add"].function
+        """,
+    },
+    "google-adk": {
+        "plain": """
+            from google.adk.tools import FunctionTool
+
+            @FunctionTool
+            def add(a: int, b: int) -> int:
+                '''Add two integers.'''
+                return a + b
+        """,
+        "sandboxed": """
+            from pysandboxes import sandbox
+            from pysandboxes_google_adk import SandboxedFunctionTool
+
+            @SandboxedFunctionTool
+            def add(a: int, b: int) -> int:
+                '''Add two integers.'''
+                return a + b
+
+            @sandbox
+            def bare(a: int, b: int) -> int:
+                return a + b
+        """,
+        "call": """
+            import asyncio
+            from unittest import mock
+
+            from google.adk.tools import ToolContext
+
+            def caller(module):
+                loop = asyncio.new_event_loop()
+                tool = module.add
+                context = mock.create_autospec(ToolContext, instance=True)  # what ADK passes
+                args = {"a": 1, "b": 2}
+                return lambda: loop.run_until_complete(tool.run_async(args=args, tool_context=context))
+
+            def function(module):  # what the FunctionTool calls: the function, or our wrapper
+                return module.add.func
+        """,
+    },
+    "autogen": {
+        "plain": """
+            from autogen_core.tools import FunctionTool
+
+            def _add(a: int, b: int) -> int:
+                return a + b
+
+            add = FunctionTool(_add, description="Add two integers.", name="add")
+        """,
+        "sandboxed": """
+            from pysandboxes import sandbox
+            from pysandboxes_autogen import sandboxed_tool
+
+            @sandboxed_tool
+            def add(a: int, b: int) -> int:
+                '''Add two integers.'''
+                return a + b
+
+            @sandbox
+            def bare(a: int, b: int) -> int:
+                return a + b
+        """,
+        "call": """
+            import asyncio
+
+            from autogen_core import CancellationToken
+
+            def caller(module):
+                loop = asyncio.new_event_loop()
+                tool = module.add
+                args = {"a": 1, "b": 2}
+                return lambda: loop.run_until_complete(tool.run_json(args, CancellationToken()))
+
+            def function(module):  # what the FunctionTool calls: the function, or our wrapper
+                return module.add._func
+        """,
+    },
     "openai-agents": {
         "plain": """
             from agents import function_tool

@@ -39,13 +39,13 @@ class Harness:
     plain: ClassVar[str]  # the framework's own, e.g. "@server.tool()"
     #: the framework's context parameter as a tool declares it: (name, annotation)
     context: ClassVar[tuple[str, str]]
+    #: the context parameter is the tool's first parameter, which the framework always passes
+    #: (pydantic-ai's ``RunContext``, openai-agents' ``RunContextWrapper``): the context tools
+    #: are written ``(ctx: Context, text: str)``, and the sandboxed body gets ``None`` for it
+    context_first: ClassVar[bool] = False
     #: wrong usages specific to the framework: (source appended to ``sandboxed_header``,
     #: words the ``TypeError`` raised when that source is imported must contain)
     wrong_usages: ClassVar[Sequence[tuple[str, str]]] = ()
-    #: True when the context parameter is the tool's first parameter, without a default
-    #: (pydantic-ai ``RunContext``, openai-agents ``RunContextWrapper``): the context tools
-    #: declare it first, and the sandboxed body receives ``None`` in its place
-    context_first: ClassVar[bool] = False
     #: False when the framework has no lifecycle hook the adapter opens the sandbox in
     has_lifecycle: ClassVar[bool] = True
     #: variables every process the suite starts gets (telemetry off, ...)

@@ -107,7 +107,7 @@ def fail(message: str) -> str:
 
 
 @SANDBOXED
-def context_default(text: str, CTX_NAME: CTX_TYPE = None) -> str:
+def context_default(CTX_DEFAULT_PARAMETERS) -> str:
     """Echo the text and say whether the framework's context reached the body."""
     seen = "none" if CTX_NAME is None else type(CTX_NAME).__name__
     return f"{text} context={seen} pid={_os.getpid()}"
@@ -119,30 +119,23 @@ def _body_pid(text: str) -> str:
 
 
 @HOST
-def context_host(text: str, CTX_NAME: CTX_TYPE) -> str:
+def context_host(CTX_HOST_PARAMETERS) -> str:
     """Use the framework's context on the host; pass plain values to the sandboxed body."""
     return f"context={type(CTX_NAME).__name__} host={_os.getpid()} " + _body_pid(text)
 '''
-
-
-#: the context tools' signatures for a framework that passes its context first
-_CONTEXT_FIRST = (
-    (
-        "def context_default(text: str, CTX_NAME: CTX_TYPE = None)",
-        "def context_default(CTX_NAME: CTX_TYPE, text: str)",
-    ),
-    ("def context_host(text: str, CTX_NAME: CTX_TYPE)", "def context_host(CTX_NAME: CTX_TYPE, text: str)"),
-)
 
 
 def tools_source(harness: Harness, *, plain: bool) -> str:
     """The tools module's source: the bodies above, made tools by the adapter or the framework."""
     name, annotation = harness.context
     body = _BODIES
-    if harness.context_first:  # the framework passes its context first, and never a default
-        for declared, first in _CONTEXT_FIRST:
-            body = body.replace(declared, first)
+    if harness.context_first:  # the context first, always passed: no default
+        defaulted = host = "CTX_NAME: CTX_TYPE, text: str"
+    else:
+        defaulted, host = "text: str, CTX_NAME: CTX_TYPE = None", "text: str, CTX_NAME: CTX_TYPE"
     for token, value in (
+        ("CTX_DEFAULT_PARAMETERS", defaulted),
+        ("CTX_HOST_PARAMETERS", host),
         ("@SANDBOXED_RAISE", harness.plain if plain else harness.sandboxed_raise),
         ("@SANDBOXED", harness.plain if plain else harness.sandboxed),
         ("@HOST", harness.plain if plain else harness.host),

@@ -96,10 +96,9 @@ class Framework:
     host_decorator: str = ""
     #: how an application opens the sandbox once with this framework, for the INFO message
     lifecycle: str = "with pysandboxes.sandboxes():"
-    #: the framework passes its context as the tool's first positional argument, which cannot
-    #: have a default (pydantic-ai ``RunContext``, openai-agents ``RunContextWrapper``): a first
-    #: parameter ``is_context`` accepts is then kept on the host without a default, and the
-    #: sandboxed body receives ``None`` in its place
+    #: the framework passes its context as the tool's first argument (pydantic-ai's
+    #: ``RunContext``, openai-agents' ``RunContextWrapper``): a first parameter ``is_context``
+    #: accepts needs no default; it is not sent, and the body gets its default, else ``None``
     context_first: bool = False
 
     @property
@@ -124,19 +123,22 @@ def sandboxed(
 ) -> Callable[..., Any]:
     """The host wrapper to hand to the framework: ``function``'s body runs in the sandbox.
 
-    ``function`` is a module-level function or ``async def`` function (or one already marked
-    ``@sandbox``), defined in the module that calls this. ``timeout``: as ``@sandbox(timeout=)``.
+    ``function`` is a module-level function or ``async def`` function defined in the module that
+    calls this, or a ``@sandbox`` function of any module (registered when its module was
+    imported, so the child finds it). ``timeout``: as ``@sandbox(timeout=)``.
     Raises ``TypeError`` at decoration for anything the child could not run (see the module
     docstring).
     """
     _check_on_denial(on_denial)
+    registered = hasattr(function, "__sandbox_key__")
     original = _plain_function(function, framework)
-    _refuse_misplaced(original, framework)
+    if not registered:  # a @sandbox function was registered at its module's import already
+        _refuse_misplaced(original, framework)
     hints = _type_hints(original)
     signature = _signature(original, hints)
     context = _context_parameters(original, signature, hints, framework)
-    inner = function if hasattr(function, "__sandbox_key__") else sandbox(original, timeout=timeout)
-    strip = _stripper(signature, context, framework.context_first) if context else None
+    inner = function if registered else sandbox(original, timeout=timeout)
+    strip = _stripper(signature, context, _first_context(signature, hints, framework)) if context else None
     wrapper = _wrapper(original, inner, strip, framework, on_denial)
     return _as(wrapper, original, signature, hints, framework)
 
@@ -261,21 +263,17 @@ def _context_parameters(
     framework: Framework,
 ) -> tuple[str, ...]:
     """The parameters the framework injects; refused when one has no default (the body would
-    need the object itself, on the other side of the process boundary)."""
+    need the object itself, on the other side of the process boundary), except the first one of
+    a ``context_first`` framework (always injected: the body gets ``None``)."""
     names = []
-    for index, parameter in enumerate(signature.parameters.values()):
+    first = _first_context(signature, hints, framework)
+    for parameter in signature.parameters.values():
         if not framework.is_context(parameter.name, hints.get(parameter.name, parameter.annotation)):
             continue
-        if parameter.default is inspect.Parameter.empty and not _leading(framework, index, parameter):
+        if parameter.default is inspect.Parameter.empty and parameter.name != first:
             raise TypeError(_context_message(function, parameter, framework))
         names.append(parameter.name)
     return tuple(names)
-
-
-def _leading(framework: Framework, index: int, parameter: inspect.Parameter) -> bool:
-    """The context a ``context_first`` framework passes first: kept without a default."""
-    positional = (inspect.Parameter.POSITIONAL_ONLY, inspect.Parameter.POSITIONAL_OR_KEYWORD)
-    return framework.context_first and index == 0 and parameter.kind in positional
 
 
 def _context_message(function: Callable[..., Any], parameter: inspect.Parameter, framework: Framework) -> str:
@@ -302,37 +300,50 @@ def _context_message(function: Callable[..., Any], parameter: inspect.Parameter,
     )
 
 
+def _first_context(signature: inspect.Signature, hints: dict[str, Any], framework: Framework) -> str | None:
+    """The name of the first parameter when a ``context_first`` framework injects it there."""
+    if not framework.context_first:
+        return None
+    parameter = next(iter(signature.parameters.values()), None)
+    if parameter is None or parameter.kind not in (
+        parameter.POSITIONAL_ONLY,
+        parameter.POSITIONAL_OR_KEYWORD,
+    ):
+        return None
+    annotation = hints.get(parameter.name, parameter.annotation)
+    return parameter.name if framework.is_context(parameter.name, annotation) else None
+
+
 def _stripper(
-    signature: inspect.Signature, context: tuple[str, ...], context_first: bool = False
+    signature: inspect.Signature, context: tuple[str, ...], leading: str | None = None
 ) -> Callable[[tuple[Any, ...], dict[str, Any]], tuple[tuple[Any, ...], dict[str, Any]]]:
     """Take the context parameters out of a call (frameworks pass them by keyword; a positional
-    one is moved to its name first). A ``context_first`` framework's leading context is
-    replaced by ``None`` (or its default), in its place."""
+    one is moved to its name first). ``leading``: the first parameter, a context the framework
+    passes by position, replaced by its default (else ``None``) in place."""
     parameters = list(signature.parameters.values())
-    if context_first and parameters and parameters[0].name in context:
-        lead = parameters[0]
-        placeholder = None if lead.default is inspect.Parameter.empty else lead.default
-        others = tuple(n for n in context if n != lead.name)
-        rest = _stripper(signature.replace(parameters=parameters[1:]), others) if others else None
-
-        def strip_first(
-            args: tuple[Any, ...], kwargs: dict[str, Any]
-        ) -> tuple[tuple[Any, ...], dict[str, Any]]:
-            args = args[1:] if args else args
-            kwargs = {k: v for k, v in kwargs.items() if k != lead.name}
-            if rest is not None:
-                args, kwargs = rest(args, kwargs)
-            return (placeholder, *args), kwargs
-
-        return strip_first
+    if leading is not None:
+        default = parameters[0].default
+        placeholder = None if default is inspect.Parameter.empty else default
+        parameters = parameters[1:]
+        context = tuple(n for n in context if n != leading)
     positional = [p.name for p in parameters if p.kind in (p.POSITIONAL_ONLY, p.POSITIONAL_OR_KEYWORD)]
     first = min((positional.index(n) for n in context if n in positional), default=len(positional))
 
-    def strip(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[tuple[Any, ...], dict[str, Any]]:
+    def strip_rest(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[tuple[Any, ...], dict[str, Any]]:
         if len(args) > first:  # a context value passed by position: everything by name
             kwargs = {**dict(zip(positional, args, strict=False)), **kwargs}
             args = ()
         return args, {k: v for k, v in kwargs.items() if k not in context}
+
+    if leading is None:
+        return strip_rest
+
+    def strip(args: tuple[Any, ...], kwargs: dict[str, Any]) -> tuple[tuple[Any, ...], dict[str, Any]]:
+        if args:
+            rest, kwargs = strip_rest(args[1:], kwargs)
+        else:  # the context passed by name
+            rest, kwargs = strip_rest((), {k: v for k, v in kwargs.items() if k != leading})
+        return (placeholder, *rest), kwargs
 
     return strip
 

@@ -1,0 +1,9 @@
+"""The shared adapter conformance suite, run against pysandboxes-google-adk."""
+
+from __future__ import annotations
+
+from pysandboxes_conformance import AdapterConformance
+
+
+class TestConformance(AdapterConformance):
+    pass
