@@ -52,6 +52,22 @@ class Failures(logging.Handler):
 _CALL_IDS = itertools.count()
 
 
+def _parallel(step: Any) -> list[Call]:
+    return list(step) if isinstance(step, list) else [step]
+
+
+def _function_call(name: str, arguments: dict[str, Any]) -> ResponseFunctionToolCall:
+    call = next(_CALL_IDS)  # unique in a run: a handoff's next agent has a model of its own
+    return ResponseFunctionToolCall(
+        type="function_call",
+        id=f"fc_{call}",
+        call_id=f"call_{call}",
+        name=name,
+        arguments=json.dumps(arguments),
+        status="completed",
+    )
+
+
 class ScriptedModel(Model):
     """An offline model: one function call per turn, in order, then a final text. It notes the
     failure count at each turn, so that each call's output is known to be an error or not."""
@@ -81,18 +97,8 @@ class ScriptedModel(Model):
         self.counts.append(self.failures.count if self.failures is not None else 0)
         self.inputs.append(input)
         if turn < len(self.calls):
-            name, arguments = self.calls[turn]
-            call = next(_CALL_IDS)  # unique in a run: a handoff's next agent has a model of its own
-            output: list[Any] = [
-                ResponseFunctionToolCall(
-                    type="function_call",
-                    id=f"fc_{call}",
-                    call_id=f"call_{call}",
-                    name=name,
-                    arguments=json.dumps(arguments),
-                    status="completed",
-                )
-            ]
+            step = self.calls[turn]  # one (tool, arguments), or a list of them: parallel calls
+            output: list[Any] = [_function_call(name, arguments) for name, arguments in _parallel(step)]
         else:
             text = ResponseOutputText(type="output_text", text="done", annotations=[])
             output = [

@@ -420,6 +420,16 @@ def test_sync_and_async_tools_share_the_child_in_runner_run(files: tuple[Files, 
     assert_closed(tools)
 
 
+def test_parallel_tool_calls_of_one_response_share_the_child(files: tuple[Files, ModuleType]) -> None:
+    made, tools = files
+    hooks = SandboxRunHooks(sandboxes_config=made.config)
+    step = [("body_pid", {}), ("async_pid", {"delay": 0.05}), ("body_pid", {}), ("async_pid", {})]
+    result = Runner.run_sync(agent([step], [tools.body_pid, tools.async_pid]), "go", hooks=hooks)
+    pids = outputs(result)
+    assert len(pids) == 4 and len(set(pids)) == 1 and int(pids[0]) != os.getpid()
+    assert_closed(tools)
+
+
 def test_run_streamed_opens_and_closes_the_sandbox(files: tuple[Files, ModuleType]) -> None:
     made, tools = files
 
