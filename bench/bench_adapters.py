@@ -395,6 +395,53 @@ FRAMEWORKS = {
                 return module.add.forward
         """,
     },
+    "openai-agents": {
+        "plain": """
+            from agents import function_tool
+
+            @function_tool
+            def add(a: int, b: int) -> int:
+                '''Add two integers.'''
+                return a + b
+        """,
+        "sandboxed": """
+            from pysandboxes import sandbox
+            from pysandboxes_openai_agents import sandboxed_function_tool
+
+            @sandboxed_function_tool
+            def add(a: int, b: int) -> int:
+                '''Add two integers.'''
+                return a + b
+
+            @sandbox
+            def bare(a: int, b: int) -> int:
+                return a + b
+        """,
+        "call": """
+            import asyncio
+            import os
+
+            os.environ["OPENAI_AGENTS_DISABLE_TRACING"] = "1"  # before the tools module imports agents
+
+            def caller(module):  # FunctionTool.on_invoke_tool: a sync tool runs on a worker thread
+                from agents import set_tracing_disabled
+                from agents.tool_context import ToolContext
+
+                set_tracing_disabled(True)
+                loop = asyncio.new_event_loop()
+                tool = module.add
+                arguments = '{"a": 1, "b": 2}'
+
+                def once():
+                    context = ToolContext(None, tool_name="add", tool_call_id="bench", tool_arguments=arguments)
+                    return loop.run_until_complete(tool.on_invoke_tool(context, arguments))
+
+                return once
+
+            def function(module):  # what the FunctionTool calls: the function, or our wrapper
+                return module.add.on_invoke_tool._get_wrapped_callable()
+        """,
+    },
 }
 
 DRIVER = """
