@@ -27,11 +27,14 @@ from typing import Any
 __all__ = [
     "ESCAPE",
     "ESCAPE_SETUP",
+    "HINT",
     "SANE",
     "TELEMETRY_OFF",
     "PageServer",
     "ScriptedChatServer",
     "Step",
+    "assert_confined_turn",
+    "confined_turn_script",
     "plain_python",
     "profile_problems",
     "reply",
@@ -50,6 +53,9 @@ ESCAPE = (
 #: what makes ``Popen`` one of ``object``'s subclasses: any module of the process importing
 #: ``subprocess`` (most frameworks do, for their own needs); the negative control imports it
 ESCAPE_SETUP = "import subprocess"
+
+#: the developer's hint of a refusal ("Add `...` to the rule file to allow it."): never the model's
+HINT = "to the rule file"
 
 #: every telemetry switch of the samples' frameworks, off
 TELEMETRY_OFF = {
@@ -304,6 +310,37 @@ class _ChatHandler(BaseHTTPRequestHandler):
         self.send_header("Content-Length", str(len(data)))
         self.end_headers()
         self.wfile.write(data)
+
+
+# -- the chat's confined turn (the chat entry point, partial and complete mode) ----------------
+
+
+def confined_turn_script(pages: PageServer) -> list[Step]:
+    """One turn in which the model calls the three tools: the sane expression, the allowed page
+    (through the redirect), another loopback port, the eval escape and a document; then "done"."""
+    return [
+        tool_calls(
+            ("evaluate_expression", {"expression": SANE}),
+            ("fetch_webpage", {"url": pages.url("/redirect")}),
+            ("fetch_webpage", {"url": pages.other_url()}),
+            ("evaluate_expression", {"expression": ESCAPE}),
+            ("read_document", {"name": "notes.txt"}),
+        ),
+        reply("done"),
+    ]
+
+
+def assert_confined_turn(stdout: str, chat: ScriptedChatServer) -> None:
+    """The turn of :func:`confined_turn_script` ran, and the model read each refusal as text,
+    without the hint."""
+    assert "assistant> done" in stdout, stdout
+    sane, page, port, escape, document = chat.tool_messages()
+    assert sane == "14"
+    assert "# Sandboxed pages" in page
+    assert "DENIED" in port
+    assert "EvalSyntaxRejected" in escape
+    assert document.startswith("Quarterly notes")
+    assert HINT not in port + escape
 
 
 # -- checks -----------------------------------------------------------------------------------
