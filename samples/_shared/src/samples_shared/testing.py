@@ -34,9 +34,11 @@ __all__ = [
     "ScriptedChatServer",
     "Step",
     "assert_confined_turn",
+    "assert_escape_runs_unsandboxed",
     "confined_turn_script",
     "plain_python",
     "profile_problems",
+    "refusal",
     "reply",
     "run_python_sb",
     "sample_env",
@@ -344,6 +346,32 @@ def assert_confined_turn(stdout: str, chat: ScriptedChatServer) -> None:
 
 
 # -- checks -----------------------------------------------------------------------------------
+
+
+def refusal(call: Any, /, *args: Any, **kwargs: Any) -> str:
+    """``call(*args, **kwargs)`` must raise a refusal of the sandbox: its denials, as
+    ``sandbox_denials`` gives them, one a line."""
+    from pysandboxes import sandbox_denials
+
+    try:
+        call(*args, **kwargs)
+    except Exception as exc:
+        denials = sandbox_denials(exc)
+        assert denials, f"not a sandbox refusal: {exc!r}"
+        return "\n".join(denials)
+    raise AssertionError(f"{call!r} was not refused")
+
+
+def assert_escape_runs_unsandboxed(home: Path) -> None:
+    """The negative control: the eval escape of the shared calculator succeeds under plain
+    python, in a process of its own."""
+    code = (
+        f"{ESCAPE_SETUP}\nfrom samples_shared.tools import evaluate_expression\n"
+        f"print(evaluate_expression({ESCAPE!r}))"
+    )
+    result = plain_python(code, env=sample_env(home))
+    assert result.returncode == 0, result.stderr
+    assert "b'escaped\\n'" in result.stdout
 
 
 def profile_problems(path: Path) -> list[str]:
