@@ -15,22 +15,23 @@ from pydantic_ai_demo import tools
 from pydantic_ai_demo.agent import LIMITS, build_agent
 from samples_shared.testing import (
     ESCAPE,
-    ESCAPE_SETUP,
     HINT,
     SANE,
     PageServer,
     ScriptedChatServer,
     assert_confined_turn,
+    assert_escape_runs_unsandboxed,
     confined_turn_script,
     plain_python,
     profile_problems,
+    refusal,
     reply,
     run_python_sb,
     sample_env,
     tool_calls,
 )
 
-from pysandboxes import sandbox_denials, sandboxes
+from pysandboxes import sandboxes
 
 SAMPLE = Path(__file__).resolve().parents[1]
 
@@ -40,15 +41,6 @@ def sandbox(page_env: PageServer) -> Iterator[PageServer]:
     """Partial mode, strict: one sandbox child for the module, under the shipped profile."""
     with sandboxes(sandboxes_config=str(tools.PROFILE)):
         yield page_env
-
-
-def refusal_of(tool, **arguments) -> str:
-    """Call the @sandbox function directly: the refusal it raises, as sandbox_denials sees it."""
-    with pytest.raises(Exception) as caught:
-        tool(**arguments)
-    denials = sandbox_denials(caught.value)
-    assert denials, f"not a sandbox refusal: {caught.value!r}"
-    return "\n".join(denials)
 
 
 def run(chat: ScriptedChatServer, question: str) -> AgentRunResult[str]:
@@ -67,10 +59,7 @@ def run(chat: ScriptedChatServer, question: str) -> AgentRunResult[str]:
 
 # (1) negative control: the same escape succeeds under plain python, in a process of its own
 def test_negative_control_the_escape_runs_without_the_sandbox(home: Path) -> None:
-    code = f"{ESCAPE_SETUP}\nfrom samples_shared.tools import evaluate_expression\nprint(evaluate_expression({ESCAPE!r}))"
-    result = plain_python(code, env=sample_env(home))
-    assert result.returncode == 0, result.stderr
-    assert "b'escaped\\n'" in result.stdout
+    assert_escape_runs_unsandboxed(home)
 
 
 # (2) the allowed page, redirect followed, as markdown
@@ -82,7 +71,7 @@ def test_the_allowed_page_is_fetched(sandbox: PageServer) -> None:
 
 # (3) another loopback port: refused by the sandbox
 def test_another_loopback_port_is_refused(sandbox: PageServer) -> None:
-    assert "DENIED" in refusal_of(tools.fetch_webpage, url=sandbox.other_url())
+    assert "DENIED" in refusal(tools.fetch_webpage, url=sandbox.other_url())
 
 
 # (4) the calculator computes
@@ -92,12 +81,12 @@ def test_the_calculator_computes(sandbox: PageServer) -> None:
 
 # (5) the eval escape is refused before it runs
 def test_the_eval_escape_is_refused(sandbox: PageServer) -> None:
-    assert "EvalSyntaxRejected" in refusal_of(tools.evaluate_expression, expression=ESCAPE)
+    assert "EvalSyntaxRejected" in refusal(tools.evaluate_expression, expression=ESCAPE)
 
 
 def test_documents_are_read_and_nothing_beside_them(sandbox: PageServer) -> None:
     assert tools.read_document("notes.txt").startswith("Quarterly notes")
-    assert "RuleFileNotFoundError" in refusal_of(tools.read_document, name="../env.example")
+    assert "RuleFileNotFoundError" in refusal(tools.read_document, name="../env.example")
 
 
 # (6) the real agent loop: the model receives each refusal as text (a failed tool return),
