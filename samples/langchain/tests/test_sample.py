@@ -12,22 +12,25 @@ from langchain_demo.agent import build_agent
 from langchain_openai import ChatOpenAI
 from samples_shared.testing import (
     ESCAPE,
-    ESCAPE_SETUP,
+    HINT,
     SANE,
     PageServer,
     ScriptedChatServer,
+    assert_confined_turn,
+    assert_escape_runs_unsandboxed,
+    confined_turn_script,
     plain_python,
     profile_problems,
+    refusal,
     reply,
     run_python_sb,
     sample_env,
     tool_calls,
 )
 
-from pysandboxes import sandbox_denials, sandboxes
+from pysandboxes import sandboxes
 
 SAMPLE = Path(__file__).resolve().parents[1]
-HINT = "to the rule file"  # the developer's hint ("Add `...` to the rule file to allow it.")
 
 
 @pytest.fixture(scope="module")
@@ -35,15 +38,6 @@ def sandbox(page_env: PageServer) -> Iterator[PageServer]:
     """Partial mode, strict: one sandbox child for the module, under the shipped profile."""
     with sandboxes(sandboxes_config=str(tools.PROFILE)):
         yield page_env
-
-
-def refusal_of(tool, **arguments) -> str:
-    """Call the tool's host wrapper directly: the refusal it raises, as sandbox_denials sees it."""
-    with pytest.raises(Exception) as caught:
-        tool.func(**arguments)
-    denials = sandbox_denials(caught.value)
-    assert denials, f"not a sandbox refusal: {caught.value!r}"
-    return "\n".join(denials)
 
 
 def model(chat: ScriptedChatServer, *, streaming: bool = False) -> ChatOpenAI:
@@ -54,10 +48,7 @@ def model(chat: ScriptedChatServer, *, streaming: bool = False) -> ChatOpenAI:
 
 # (1) negative control: the same escape succeeds under plain python, in a process of its own
 def test_negative_control_the_escape_runs_without_the_sandbox(home: Path) -> None:
-    code = f"{ESCAPE_SETUP}\nfrom samples_shared.tools import evaluate_expression\nprint(evaluate_expression({ESCAPE!r}))"
-    result = plain_python(code, env=sample_env(home))
-    assert result.returncode == 0, result.stderr
-    assert "b'escaped\\n'" in result.stdout
+    assert_escape_runs_unsandboxed(home)
 
 
 # (2) the allowed page, redirect followed, as markdown
@@ -74,7 +65,7 @@ def test_a_long_page_is_truncated(sandbox: PageServer) -> None:
 
 # (3) another loopback port: refused by the sandbox
 def test_another_loopback_port_is_refused(sandbox: PageServer) -> None:
-    assert "DENIED" in refusal_of(tools.fetch_webpage, url=sandbox.other_url())
+    assert "DENIED" in refusal(tools.fetch_webpage.func, url=sandbox.other_url())
 
 
 # (4) the calculator computes
@@ -84,12 +75,12 @@ def test_the_calculator_computes(sandbox: PageServer) -> None:
 
 # (5) the eval escape is refused before it runs
 def test_the_eval_escape_is_refused(sandbox: PageServer) -> None:
-    assert "EvalSyntaxRejected" in refusal_of(tools.evaluate_expression, expression=ESCAPE)
+    assert "EvalSyntaxRejected" in refusal(tools.evaluate_expression.func, expression=ESCAPE)
 
 
 def test_documents_are_read_and_nothing_beside_them(sandbox: PageServer) -> None:
     assert tools.read_document.invoke({"name": "notes.txt"}).startswith("Quarterly notes")
-    assert "RuleFileNotFoundError" in refusal_of(tools.read_document, name="../env.example")
+    assert "RuleFileNotFoundError" in refusal(tools.read_document.func, name="../env.example")
 
 
 # (6) the real agent loop: the model receives each refusal as text, without the hint (the
@@ -124,33 +115,9 @@ def test_the_shipped_profiles_hold_no_broad_rule(profile: str) -> None:
     assert profile_problems(SAMPLE / profile) == []
 
 
-def chat_script(pages: PageServer) -> list:
-    return [
-        tool_calls(
-            ("evaluate_expression", {"expression": SANE}),
-            ("fetch_webpage", {"url": pages.url("/redirect")}),
-            ("fetch_webpage", {"url": pages.other_url()}),
-            ("evaluate_expression", {"expression": ESCAPE}),
-            ("read_document", {"name": "notes.txt"}),
-        ),
-        reply("done"),
-    ]
-
-
-def assert_confined_turn(stdout: str, chat: ScriptedChatServer) -> None:
-    assert "assistant> done" in stdout
-    sane, page, port, escape, document = chat.tool_messages()
-    assert sane == "14"
-    assert "# Sandboxed pages" in page
-    assert "DENIED" in port
-    assert "EvalSyntaxRejected" in escape
-    assert document.startswith("Quarterly notes")
-    assert HINT not in port + escape
-
-
 # the chat entry point, partial mode: one turn against the scripted model
 def test_the_chat_runs_a_turn(home: Path, pages: PageServer, chat_server: ScriptedChatServer) -> None:
-    chat_server.script = chat_script(pages)
+    chat_server.script = confined_turn_script(pages)
     env = sample_env(home, **pages.env(), **chat_server.env())
     result = plain_python("from langchain_demo.chat import main; main()", env=env, cwd=SAMPLE, input="go\n")
     assert result.returncode == 0, result.stderr
@@ -161,7 +128,7 @@ def test_the_chat_runs_a_turn(home: Path, pages: PageServer, chat_server: Script
 def test_complete_mode_confines_the_same_calls(
     home: Path, pages: PageServer, chat_server: ScriptedChatServer
 ) -> None:
-    chat_server.script = chat_script(pages)
+    chat_server.script = confined_turn_script(pages)
     env = sample_env(home, **pages.env(), **chat_server.env())
     result = run_python_sb(
         ["--pysandboxes-config=.py-sandboxes-complete", "-m", "langchain_demo"],

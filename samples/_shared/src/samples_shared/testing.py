@@ -27,13 +27,18 @@ from typing import Any
 __all__ = [
     "ESCAPE",
     "ESCAPE_SETUP",
+    "HINT",
     "SANE",
     "TELEMETRY_OFF",
     "PageServer",
     "ScriptedChatServer",
     "Step",
+    "assert_confined_turn",
+    "assert_escape_runs_unsandboxed",
+    "confined_turn_script",
     "plain_python",
     "profile_problems",
+    "refusal",
     "reply",
     "run_python_sb",
     "sample_env",
@@ -50,6 +55,9 @@ ESCAPE = (
 #: what makes ``Popen`` one of ``object``'s subclasses: any module of the process importing
 #: ``subprocess`` (most frameworks do, for their own needs); the negative control imports it
 ESCAPE_SETUP = "import subprocess"
+
+#: the developer's hint of a refusal ("Add `...` to the rule file to allow it."): never the model's
+HINT = "to the rule file"
 
 #: every telemetry switch of the samples' frameworks, off
 TELEMETRY_OFF = {
@@ -306,7 +314,64 @@ class _ChatHandler(BaseHTTPRequestHandler):
         self.wfile.write(data)
 
 
+# -- the chat's confined turn (the chat entry point, partial and complete mode) ----------------
+
+
+def confined_turn_script(pages: PageServer) -> list[Step]:
+    """One turn in which the model calls the three tools: the sane expression, the allowed page
+    (through the redirect), another loopback port, the eval escape and a document; then "done"."""
+    return [
+        tool_calls(
+            ("evaluate_expression", {"expression": SANE}),
+            ("fetch_webpage", {"url": pages.url("/redirect")}),
+            ("fetch_webpage", {"url": pages.other_url()}),
+            ("evaluate_expression", {"expression": ESCAPE}),
+            ("read_document", {"name": "notes.txt"}),
+        ),
+        reply("done"),
+    ]
+
+
+def assert_confined_turn(stdout: str, chat: ScriptedChatServer) -> None:
+    """The turn of :func:`confined_turn_script` ran, and the model read each refusal as text,
+    without the hint."""
+    assert "assistant> done" in stdout, stdout
+    sane, page, port, escape, document = chat.tool_messages()
+    assert sane == "14"
+    assert "# Sandboxed pages" in page
+    assert "DENIED" in port
+    assert "EvalSyntaxRejected" in escape
+    assert document.startswith("Quarterly notes")
+    assert HINT not in port + escape
+
+
 # -- checks -----------------------------------------------------------------------------------
+
+
+def refusal(call: Any, /, *args: Any, **kwargs: Any) -> str:
+    """``call(*args, **kwargs)`` must raise a refusal of the sandbox: its denials, as
+    ``sandbox_denials`` gives them, one a line."""
+    from pysandboxes import sandbox_denials
+
+    try:
+        call(*args, **kwargs)
+    except Exception as exc:
+        denials = sandbox_denials(exc)
+        assert denials, f"not a sandbox refusal: {exc!r}"
+        return "\n".join(denials)
+    raise AssertionError(f"{call!r} was not refused")
+
+
+def assert_escape_runs_unsandboxed(home: Path) -> None:
+    """The negative control: the eval escape of the shared calculator succeeds under plain
+    python, in a process of its own."""
+    code = (
+        f"{ESCAPE_SETUP}\nfrom samples_shared.tools import evaluate_expression\n"
+        f"print(evaluate_expression({ESCAPE!r}))"
+    )
+    result = plain_python(code, env=sample_env(home))
+    assert result.returncode == 0, result.stderr
+    assert "b'escaped\\n'" in result.stdout
 
 
 def profile_problems(path: Path) -> list[str]:

@@ -1,0 +1,1 @@
+"""An agno ``Agent`` whose three tools run in the sandbox."""

@@ -1,0 +1,1 @@
+"""A LangGraph ``StateGraph`` whose ``ToolNode`` runs the three sandboxed tools."""

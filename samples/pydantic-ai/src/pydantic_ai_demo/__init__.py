@@ -1,0 +1,1 @@
+"""A pydantic-ai ``Agent`` whose three tools run in the sandbox (``SandboxedToolset``)."""
