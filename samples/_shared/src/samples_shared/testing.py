@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any
 
 __all__ = [
+    "DONE",
     "ESCAPE",
     "ESCAPE_SETUP",
     "HINT",
@@ -58,6 +59,8 @@ ESCAPE_SETUP = "import subprocess"
 
 #: the developer's hint of a refusal ("Add `...` to the rule file to allow it."): never the model's
 HINT = "to the rule file"
+#: the scripted model's final answer in the confined turn
+DONE = "done"
 
 #: every telemetry switch of the samples' frameworks, off
 TELEMETRY_OFF = {
@@ -319,7 +322,8 @@ class _ChatHandler(BaseHTTPRequestHandler):
 
 def confined_turn_script(pages: PageServer) -> list[Step]:
     """One turn in which the model calls the three tools: the sane expression, the allowed page
-    (through the redirect), another loopback port, the eval escape and a document; then "done"."""
+    (through the redirect), another loopback port, the eval escape and a document, in one answer;
+    then :data:`DONE`."""
     return [
         tool_calls(
             ("evaluate_expression", {"expression": SANE}),
@@ -328,20 +332,23 @@ def confined_turn_script(pages: PageServer) -> list[Step]:
             ("evaluate_expression", {"expression": ESCAPE}),
             ("read_document", {"name": "notes.txt"}),
         ),
-        reply("done"),
+        reply(DONE),
     ]
 
 
-def assert_confined_turn(stdout: str, chat: ScriptedChatServer) -> None:
-    """The turn of :func:`confined_turn_script` ran, and the model read each refusal as text,
-    without the hint."""
-    assert "assistant> done" in stdout, stdout
-    sane, page, port, escape, document = chat.tool_messages()
-    assert sane == "14"
+def assert_confined_turn(stdout: str, chat: ScriptedChatServer, *, prompt: str = "assistant> ") -> None:
+    """The turn of :func:`confined_turn_script` ran (the chat printed :data:`DONE`), and the model
+    read 14, the page, the two refusals as text (each naming its rule, none with the hint) and
+    the document, in the order it called them."""
+    assert f"{prompt}{DONE}" in stdout, stdout
+    told = chat.tool_messages()
+    assert len(told) == 5, told
+    sane, page, port, escape, document = told
+    assert "14" in sane
     assert "# Sandboxed pages" in page
     assert "DENIED" in port
     assert "EvalSyntaxRejected" in escape
-    assert document.startswith("Quarterly notes")
+    assert "Quarterly notes" in document
     assert HINT not in port + escape
 
 

@@ -1,0 +1,1 @@
+"""An AutoGen agent (agentchat ``AssistantAgent``) whose three tools run in the sandbox."""

@@ -1,0 +1,1 @@
+"""A Strands agent (``strands.Agent``) whose three tools run in the sandbox."""
