@@ -8,9 +8,12 @@ same made by the adapter, plus a bare ``@sandbox`` function). It measures, in 5 
 
 1. **import**: ``import sb_tools`` in the host, the framework included (what the child pays again);
 2. **enter**: ``with sandboxes():`` entering and the first call of the sandboxed tool (the child
-   starts, imports ``sb_tools`` and the framework before the rules apply, answers);
+   starts, confines itself, imports ``sb_tools`` and the framework, answers);
 3. **per call**, after warm-up, through the framework's own dispatch (MCP: ``MCPServer.call_tool``;
-   LangChain: ``tool.invoke``; agno: ``FunctionCall.execute``; strands: ``DecoratedFunctionTool.stream``; crewai: ``BaseTool.run``): the plain tool, the sandboxed tool, and the bare ``@sandbox``
+   LangChain: ``tool.invoke``; agno: ``FunctionCall.execute``; strands: ``DecoratedFunctionTool.stream``;
+   crewai: ``Tool.run``; pydantic-ai: ``FunctionSchema.call``; smolagents: ``Tool.__call__``;
+   openai-agents: ``FunctionTool.on_invoke_tool``; google-adk: ``FunctionTool.run_async``;
+   autogen: ``FunctionTool.run_json``): the plain tool, the sandboxed tool, and the bare ``@sandbox``
    round trip; the adapter's own part is (sandboxed - plain) - round trip.
 
 pysandboxes 0.7.0 has no adapters (its samples hand-write the wrapper and the error-to-text
