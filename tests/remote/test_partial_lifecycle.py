@@ -212,7 +212,7 @@ def test_timeout_message_of_a_coroutine(project: Project) -> None:
 
 
 def test_coroutine_stuck_in_c_costs_the_child_its_life(project: Project) -> None:
-    # docs/partial-mode.md §4: a call that ignores the cancellation for 2 s costs the child its
+    # docs/partial-mode.md §6: a call that ignores the cancellation for 2 s costs the child its
     # life and the next call starts a fresh child. Today the child is never killed: every later
     # coroutine call waits behind the blocked event loop.
     project.rules("landlock")

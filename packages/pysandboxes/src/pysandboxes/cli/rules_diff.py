@@ -22,6 +22,7 @@ import subprocess
 import sys
 import tempfile
 from collections.abc import Callable, Iterable
+from typing import Any, TextIO
 
 from ..errors import RuleSyntaxError
 from ..rules.eval_vocab import EVAL_SCALARS
@@ -398,7 +399,7 @@ def diff_trees(
     errors: list[str] = []
     merged: dict[tuple[str, str, str, str, int], Finding] = {}
     for old_main, new_main in roots:
-        sides = []
+        sides: list[list[Any]] = []
         for tree, main in ((old, old_main), (new, new_main)):
             if main is None or not tree.exists(main):
                 sides.append([])
@@ -513,7 +514,7 @@ def as_markdown(findings: list[Finding], title: str) -> str:
 
 
 def run(
-    targets: list[str], *, fmt: str, fail_on: str | None, cwd: str | None = None, out: object = None
+    targets: list[str], *, fmt: str, fail_on: str | None, cwd: str | None = None, out: TextIO | None = None
 ) -> int:
     """``targets``: ``[BASE..HEAD, *PATHS]`` or ``[OLD, NEW]``. Returns the exit status."""
     stdout = out or sys.stdout
@@ -559,11 +560,11 @@ def run(
         findings = diff_trees(old, new, roots, home)
     if fmt == "json":
         body = {"range": title, "summary": _summary(findings), "changes": [x.as_dict() for x in findings]}
-        stdout.write(json.dumps(body, indent=2) + "\n")  # type: ignore[attr-defined]
+        stdout.write(json.dumps(body, indent=2) + "\n")
     elif fmt == "markdown":
-        stdout.write(as_markdown(findings, title))  # type: ignore[attr-defined]
+        stdout.write(as_markdown(findings, title))
     else:
-        stdout.write(as_table(findings, title))  # type: ignore[attr-defined]
+        stdout.write(as_table(findings, title))
     if fail_on is not None:
         limit = RANK[fail_on]
         if any(x.graded.widens and RANK[x.graded.grade] <= limit for x in findings):
