@@ -700,6 +700,46 @@ def test_a_module_that_starts_a_thread_at_import_runs(project: Project, provider
     assert project.ok() == ["PermissionError" if provider == "landlock" else "secret"]
 
 
+def test_a_numpy_tool_module_starts_under_landlock_with_no_rule_of_its_own(
+    project: Project, provider: str
+) -> None:
+    # numpy starts OpenBLAS threads at import: the child confines itself first, so the module
+    # imports and its tools run with nothing but the provider line; the pair: a numpy tool
+    # reading a file outside the rules is refused (the threads change nothing to that)
+    pytest.importorskip("numpy")
+    project.write("../outside.txt", "1 2 3")
+    project.rules(provider)
+    project.tools(
+        """
+        import numpy
+        from pysandboxes import sandbox
+
+        @sandbox
+        def mean(values):
+            return float(numpy.mean(numpy.array(values)))
+
+        @sandbox
+        def mean_of_file(path):
+            with open(path) as f:
+                return float(numpy.array(f.read().split(), dtype=float).mean())
+        """
+    )
+    project.host(
+        """
+        from pysandboxes import sandboxes
+        import tools
+
+        with sandboxes():
+            print(tools.mean([1, 2, 3, 4]))
+            try:
+                tools.mean_of_file("../outside.txt")
+            except OSError as exc:
+                print(type(exc).__name__)
+        """
+    )
+    assert project.ok() == ["2.5", "RuleFileNotFoundError"]
+
+
 def test_what_a_module_reads_at_import_needs_its_rule_under_landlock(project: Project) -> None:
     project.write("data/table.txt", "1 2 3")
     project.tools(
