@@ -313,3 +313,41 @@ def test_without_the_learned_rule_what_a_module_reads_at_import_is_refused(
     assert strict.returncode == 1
     assert "the sandbox could not start: PermissionError" in strict.stderr
     assert "data/table.txt" in strict.stderr
+
+
+def test_the_import_systems_own_reads_of_a_src_layout_package_are_no_rule(
+    project: Project, home: Path
+) -> None:
+    # The strict child is granted the import path's directories and the program's modules (the
+    # OS plan): learning must not turn the import system's reads of them (the package's
+    # __init__.py, its directory listing, the bytecode cache) into rules; what a module's own
+    # code reads at import still is (the test above)
+    project.write(RULES, "os-sandbox=landlock\n")
+    project.write("src/pkg/__init__.py", "")
+    project.write(
+        "src/pkg/tools.py",
+        """
+        from pysandboxes import sandbox
+
+        @sandbox
+        def add(a, b):
+            return a + b
+        """,
+    )
+    project.host(
+        """
+        import sys
+        sys.path.insert(0, "src")
+        from pkg.tools import add
+        from pysandboxes import sandboxes
+
+        with sandboxes(learn="learn" in sys.argv):
+            print(add(1, 2))
+        """
+    )
+    learned = _run(project, home, "host.py", "learn", bytecode=True)
+    assert (learned.returncode, learned.lines) == (0, ["3"]), learned
+    rules = (project.root / RULES).read_text()
+    assert not [line for line in rules.splitlines() if line.startswith("expose")], rules
+    strict = _run(project, home, "host.py", bytecode=True)
+    assert (strict.returncode, strict.stderr, strict.lines) == (0, "", ["3"])

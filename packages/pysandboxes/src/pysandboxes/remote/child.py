@@ -267,12 +267,42 @@ def _learn_what_imports_read(policy: Any, program_files: Any, learner: Any) -> N
     from ..guards import files as file_guard
 
     handlers = file_guard.build(policy, program_files=program_files, learn=learner.file).handlers
+    # What the strict child is granted without a rule of the program's (the OS plan: the
+    # interpreter and the import path's directories, a program module's file or package, the
+    # system files every child reads) is no right to learn; neither is the bytecode cache or the
+    # listing of a directory the import system searches beside them.
+    from ..providers.landlock import plan_for
+
+    try:
+        plan = plan_for(policy, program_files=program_files)
+        dirs = (*plan.read_dirs, *plan.write_dirs)
+        files = {*plan.read_files, *plan.write_files}
+    except Exception:  # a program file gone since the host listed it: judge every access
+        dirs, files = (), set()
+    writable = tuple(d.rstrip("/") + "/" for d in plan.write_dirs) if dirs else ()
+    holders = {os.path.dirname(p) for p in (*dirs, *files)}
+    beneath = tuple(d.rstrip("/") + "/" for d in (*dirs, *(h + "/__pycache__" for h in holders)))
+
+    def granted(event: str, args: tuple[Any, ...]) -> bool:
+        path = args[0] if args else None
+        if isinstance(path, bytes):
+            path = os.fsdecode(path)
+        if not isinstance(path, str):
+            return False
+        real = os.path.realpath(path)
+        if event == "open":  # ("open", path, mode, flags): os.open gives flags, open() a mode
+            mode = args[1] if len(args) > 1 else None
+            flags = args[2] if len(args) > 2 and isinstance(args[2], int) else 0
+            writes = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_TRUNC
+            if (isinstance(mode, str) and any(c in mode for c in "wax+")) or flags & writes:
+                return (real + "/").startswith(writable)
+        return real in files or real in holders or (real + "/").startswith(beneath)
 
     def hook(event: str, args: tuple[Any, ...]) -> None:
         if _State.importing is None:
             return
         handler = handlers.get(event)
-        if handler is not None:
+        if handler is not None and not granted(event, args):
             with contextlib.suppress(Exception):
                 handler(args)
 
