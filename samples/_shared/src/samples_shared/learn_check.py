@@ -27,6 +27,9 @@ def declined(active: Path) -> set[str]:
     return {m["rule"] for line in lines if (m := _DECLINED.match(line.strip()))}
 
 
+#: a candidate naming the learning process's own /proc entry by its number (a new one each run):
+#: compared as /proc/self, so that a profile may decline it once
+_OWN_PROC = re.compile(r"^(?P<key>expose-r[ow])=/proc/\d+(?=/|$)")
 _EXPOSE = re.compile(r"^(?P<key>expose-r[ow])=(?P<path>[^$~].*)$")
 
 
@@ -67,7 +70,8 @@ def main(argv: list[str]) -> int:
         match = _CANDIDATE.match(line)
         if match is None or match["rule"].startswith("#"):
             continue
-        if match["rule"] not in refused and not exposed(match["rule"], active):
+        rule = _OWN_PROC.sub(r"\g<key>=/proc/self", match["rule"])
+        if rule not in refused and not exposed(rule, active):
             found.append(line)
     if found:
         print(f"{active} lacks what learning proposes (copy each reviewed rule, or decline it):")
