@@ -75,6 +75,7 @@ learn-check: $(STAMP)
 
 lint: $(STAMP)
 	$(UV) lock --check
+	$(UV) lock --check --project samples/crewai
 	$(UV) run --no-sync ruff check .
 	$(UV) run --no-sync ruff format --check .
 	$(UV) run --no-sync mypy

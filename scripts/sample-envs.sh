@@ -16,6 +16,11 @@ if [ ${#names[@]} -eq 0 ]; then
   done
 fi
 for name in "${names[@]}"; do
-  UV_PROJECT_ENVIRONMENT=".venv-samples/$name" $UV sync --quiet --locked --compile-bytecode \
-    --package "pysandboxes-sample-$name" --no-default-groups --group test
+  if [ -f "samples/$name/uv.lock" ]; then  # a lock of its own (crewai: see the root pyproject)
+    UV_PROJECT_ENVIRONMENT="$PWD/.venv-samples/$name" $UV sync --quiet --locked --compile-bytecode \
+      --project "samples/$name" --no-default-groups --group test
+  else
+    UV_PROJECT_ENVIRONMENT=".venv-samples/$name" $UV sync --quiet --locked --compile-bytecode \
+      --package "pysandboxes-sample-$name" --no-default-groups --group test
+  fi
 done

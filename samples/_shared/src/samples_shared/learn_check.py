@@ -27,6 +27,31 @@ def declined(active: Path) -> set[str]:
     return {m["rule"] for line in lines if (m := _DECLINED.match(line.strip()))}
 
 
+#: a candidate naming the learning process's own /proc entry by its number (a new one each run):
+#: compared as /proc/self, so that a profile may decline it once
+_OWN_PROC = re.compile(r"^(?P<key>expose-r[ow])=/proc/\d+(?=/|$)")
+_EXPOSE = re.compile(r"^(?P<key>expose-r[ow])=(?P<path>[^$~].*)$")
+
+
+def exposed(rule: str, active: Path) -> bool:
+    """An ``expose-ro=``/``expose-rw=`` candidate naming a directory that a literal ``expose-*=``
+    line of ACTIVE (relative to ACTIVE's directory) already holds: learning writes a path
+    outside the sample's directory absolute, the shipped profile relatively (``../_shared/src``),
+    so that it holds on every checkout. An ``expose-rw=`` candidate needs an ``expose-rw=`` line."""
+    candidate = _EXPOSE.match(rule)
+    if candidate is None:
+        return False
+    base = active.resolve().parent
+    path = (base / candidate["path"]).resolve()
+    for line in active.read_text(encoding="utf-8").splitlines():
+        held = _EXPOSE.match(line.split("#", 1)[0].strip())
+        if held is None or (candidate["key"] == "expose-rw" and held["key"] != "expose-rw"):
+            continue
+        if path.is_relative_to((base / held["path"]).resolve()):
+            return True
+    return False
+
+
 def main(argv: list[str]) -> int:
     learned, active = Path(argv[0]), Path(argv[1])
     if not learned.exists():  # learning wrote nothing: it saw nothing new
@@ -45,7 +70,8 @@ def main(argv: list[str]) -> int:
         match = _CANDIDATE.match(line)
         if match is None or match["rule"].startswith("#"):
             continue
-        if match["rule"] not in refused:
+        rule = _OWN_PROC.sub(r"\g<key>=/proc/self", match["rule"])
+        if rule not in refused and not exposed(rule, active):
             found.append(line)
     if found:
         print(f"{active} lacks what learning proposes (copy each reviewed rule, or decline it):")

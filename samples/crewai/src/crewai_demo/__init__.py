@@ -1,0 +1,1 @@
+"""A crewai Crew whose agent's three tools run in the sandbox."""

@@ -1,0 +1,7 @@
+"""``python -m crewai_demo``: the chat."""
+
+import sys
+
+from .chat import main
+
+sys.exit(main())
