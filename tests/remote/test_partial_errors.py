@@ -456,7 +456,10 @@ BIG = {}
 
 
 def prepare():
-    BIG.update((i, (i,)) for i in range(400_000))  # seconds to decode, milliseconds to send
+    # sized so that both margins are wide whatever the machine's speed: on an idle 2-CPU VM
+    # sending takes ~0.2 s (5x inside the 1 s timeout) and decoding ~3.5 s (3.5x beyond it);
+    # with 400 000 entries a fast idle run decoded within the second and the test failed
+    BIG.update((i, (i,)) for i in range(1_200_000))
 
 
 @sandbox(timeout=1)
@@ -514,7 +517,7 @@ def test_decoding_a_result_counts_in_the_timeout(project: Project, provider: str
     assert project.ok() == [
         "SandBoxTimeoutError tools.big() did not finish within 1 s: its result was still being decoded "
         "(timeout= in the rule file, or @sandbox(timeout=...))",
-        "without a timeout: 400000",
+        "without a timeout: 1200000",
     ]
 
 
