@@ -52,7 +52,10 @@ test-integrations: $(STAMP)
 		name=$$(basename $$(dirname $$tests)); \
 		echo "== pysandboxes-$$name"; \
 		.venv-int/$$name/bin/pytest -q $$tests || status=1; \
-	done; exit $$status
+	done; \
+	echo "== pysandboxes-mcp on mcp 1.x"; \
+	.venv-int/mcp1/bin/pytest -q integrations/mcp/tests || status=1; \
+	exit $$status
 
 # Each sample in its own environment, strict and offline (loopback servers the tests start).
 samples-test: $(STAMP)
@@ -76,6 +79,7 @@ learn-check: $(STAMP)
 lint: $(STAMP)
 	$(UV) lock --check
 	$(UV) lock --check --project samples/crewai
+	$(UV) lock --check --project integrations/mcp/mcp1
 	$(UV) run --no-sync ruff check .
 	$(UV) run --no-sync ruff format --check .
 	$(UV) run --no-sync mypy

@@ -89,6 +89,45 @@ def test_async_function(project: Project, provider: str) -> None:
     assert project.ok() == ["42 True True", "[0, 2, 4, 6, 8]"]
 
 
+def test_a_task_cancelled_while_leaving_still_stops_the_child(project: Project, provider: str) -> None:
+    # the cancellation arrives while ``async with sandboxes()`` leaves (a task group's cancel
+    # scope, Ctrl-C): the child is stopped before the cancellation goes on, never left running
+    project.rules(provider)
+    project.tools(
+        """
+        import os
+        from pysandboxes import sandbox
+
+        @sandbox
+        async def child_pid():
+            return os.getpid()
+        """
+    )
+    project.host(
+        """
+        import asyncio, os
+        from pysandboxes import SandBoxError, sandboxes
+        import tools
+
+        async def main():
+            async with sandboxes():
+                pid = await tools.child_pid()
+                asyncio.get_running_loop().call_soon(asyncio.current_task().cancel)
+            return pid
+
+        try:
+            asyncio.run(main())
+        except asyncio.CancelledError:
+            print("cancelled")
+        try:
+            asyncio.run(tools.child_pid())
+        except SandBoxError as exc:
+            print("closed:", "outside any sandbox" in str(exc))
+        """
+    )
+    assert project.ok() == ["cancelled", "closed: True"]
+
+
 # -- generators: items stream back as they are produced ---------------------------------------
 # The generator yields its first item, then waits for a file the host creates only once it has
 # received that item: if items were collected until the generator ends, the second one would

@@ -1,4 +1,6 @@
-"""The MCP adapter's harness for the conformance suite, and shared fixtures."""
+"""The MCP adapter's harness for the conformance suite, and shared fixtures: for mcp 2.x
+(``MCPServer``, the workspace's release) and for mcp 1.x (``FastMCP``, the release crewai pins,
+run from ``integrations/mcp/mcp1/``), chosen by the release installed."""
 
 from __future__ import annotations
 
@@ -8,16 +10,16 @@ from types import ModuleType
 from typing import Any
 
 import pytest
-from mcp import Client
-from mcp.server.mcpserver.exceptions import ToolError
 
 from pysandboxes_conformance import Call, Harness, Seen
+from pysandboxes_mcp import _sdk
 
 
 def seen(result: Any) -> Seen:
     """What a client reads from a CallToolResult."""
     text = "\n".join(block.text for block in result.content if getattr(block, "type", "") == "text")
-    return Seen(text, bool(result.is_error))
+    is_error = result.is_error if hasattr(result, "is_error") else result.isError  # mcp 2 / mcp 1
+    return Seen(text, bool(is_error))
 
 
 class McpHarness(Harness):
@@ -61,13 +63,15 @@ class McpHarness(Harness):
 
     async def _call(self, server: Any, calls: Sequence[Call], lifecycle: bool) -> list[Seen]:
         if lifecycle:
+            from mcp import Client
+
             async with Client(server) as client:
                 return [seen(await client.call_tool(name, arguments)) for name, arguments in calls]
         results = []
         for name, arguments in calls:
             try:
                 results.append(seen(await server.call_tool(name, arguments)))
-            except ToolError as exc:  # what the session turns into an isError result
+            except _sdk.ToolError as exc:  # what the session turns into an isError result
                 results.append(Seen(str(exc), True))
         return results
 
@@ -76,6 +80,42 @@ class McpHarness(Harness):
         return listed.model_dump()
 
 
+class Mcp1Harness(McpHarness):
+    """mcp 1.x: ``FastMCP``; a client session over the SDK's in-memory streams (which runs the
+    server's lifespan); the server sends every exception's message to the client."""
+
+    sandboxed_header = McpHarness.sandboxed_header.replace(
+        "from mcp.server.mcpserver import Context, MCPServer",
+        "from mcp.server.fastmcp import Context, FastMCP",
+    ).replace("MCPServer(", "FastMCP(")
+    plain_header = McpHarness.plain_header.replace(
+        "from mcp.server.mcpserver import Context, MCPServer",
+        "from mcp.server.fastmcp import Context, FastMCP",
+    ).replace("MCPServer(", "FastMCP(")
+    wrong_usages = (
+        *McpHarness.wrong_usages[:2],
+        (McpHarness.wrong_usages[2][0], "takes the FastMCP the tool belongs to first"),
+    )
+    sends_exception_messages = True
+
+    async def _call(self, server: Any, calls: Sequence[Call], lifecycle: bool) -> list[Seen]:
+        if lifecycle:
+            from mcp.shared.memory import create_connected_server_and_client_session
+
+            async with create_connected_server_and_client_session(server) as client:
+                return [seen(await client.call_tool(name, arguments)) for name, arguments in calls]
+        results = []
+        for name, arguments in calls:
+            try:
+                out = await server.call_tool(name, arguments)
+            except _sdk.ToolError as exc:
+                results.append(Seen(str(exc), True))
+                continue
+            blocks = out[0] if isinstance(out, tuple) else out  # (content, structured) with a schema
+            results.append(Seen("\n".join(b.text for b in blocks if getattr(b, "type", "") == "text")))
+        return results
+
+
 @pytest.fixture(scope="session")
 def harness() -> McpHarness:
-    return McpHarness()
+    return McpHarness() if _sdk.MAJOR == 2 else Mcp1Harness()

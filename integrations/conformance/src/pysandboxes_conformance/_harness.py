@@ -60,6 +60,10 @@ class Harness:
     complete_rules: ClassVar[str] = ""
     #: False when the framework has no async tools (the async test skips)
     async_tools: ClassVar[bool] = True
+    #: True when the framework sends the model the message of every exception a tool raises
+    #: (mcp 1.x): the adapter then sends a refusal's first line even with ``on_denial="raise"``,
+    #: and the suite checks that the hint stays out
+    sends_exception_messages: ClassVar[bool] = False
 
     def call_tools(self, module: ModuleType, calls: Sequence[Call], *, lifecycle: bool = True) -> list[Seen]:
         """Run the framework's own agent loop, driven by its offline model, on the tools of

@@ -202,6 +202,10 @@ class AdapterConformance:
         outcome = self.outcome(harness, tools, ("read_text_or_raise", {"path": project.secret_file}))
         if outcome.error is not None:  # the framework ends the run with the refusal
             assert sandbox_denials(outcome.error), outcome
+        elif harness.sends_exception_messages:  # the first line, as with "text": no hint
+            assert outcome.seen is not None and outcome.seen[0].error
+            assert "must be accepted by a rule" in outcome.seen[0].text
+            assert HINT not in outcome.seen[0].text
         else:  # the framework reports an unexpected error its own way, not with our text
             assert outcome.seen is not None and outcome.seen[0].error
             assert "must be accepted by a rule" not in outcome.seen[0].text

@@ -46,11 +46,21 @@ def _resource_error(text: str, exc: BaseException) -> Any:
 
 
 def _prompt_error(text: str, exc: BaseException) -> Any:
-    # the SDK hides any other exception of a prompt behind "Error rendering prompt"
-    raise _sdk.MCPError(_sdk.INTERNAL_ERROR, text) from exc
+    # mcp 2 hides any other exception of a prompt behind "Error rendering prompt"
+    raise _sdk.request_error(text) from exc
 
 
-_LIFECYCLE = "MCPServer(..., lifespan=sandbox_lifespan())"
+_LIFECYCLE = f"{_sdk.SERVER_CLASS}(..., lifespan=sandbox_lifespan())"
+
+
+def _on_denial(on_denial: str) -> str:
+    """What a refusal does: under mcp 1.x, whose server sends the client every exception's
+    message, ``"raise"`` would hand the client the refusal's hint; the first line goes instead
+    (the client reads an error either way; an MCP server has no run to stop)."""
+    if on_denial == "raise" and not _sdk.HIDES_UNEXPECTED_ERRORS:
+        return "text"
+    return on_denial
+
 
 #: how the tools of an MCP server meet the sandbox
 FRAMEWORK = Framework(
@@ -84,13 +94,14 @@ def sandboxed_tool(
 
     ``on_denial="text"``: a refusal is the tool's error text (``RuleFileNotFoundError: Access to
     '/etc/shadow' must be accepted by a rule.``, without the hint); ``"raise"``: the SDK's handling
-    of an unexpected exception (the client reads only ``Error executing tool NAME``).
+    of an unexpected exception (mcp 2: the client reads only ``Error executing tool NAME``; mcp 1
+    sends every exception's message, so there the first line goes, as with ``"text"``).
     ``timeout``: seconds a call may take (as ``@sandbox(timeout=)``).
     """
     _check_server(server, "sandboxed_tool")
 
     def decorator(function: Callable[..., Any]) -> Callable[..., Any]:
-        wrapper = sandboxed(function, FRAMEWORK, on_denial=on_denial, timeout=timeout)
+        wrapper = sandboxed(function, FRAMEWORK, on_denial=_on_denial(on_denial), timeout=timeout)
         _add_tool(server, wrapper, tool_kwargs, "@sandboxed_tool(server)")
         return wrapper
 
@@ -106,7 +117,7 @@ def host_tool(
     _check_server(server, "host_tool")
 
     def decorator(function: Callable[..., Any]) -> Callable[..., Any]:
-        wrapper = hosted(function, FRAMEWORK, on_denial=on_denial)
+        wrapper = hosted(function, FRAMEWORK, on_denial=_on_denial(on_denial))
         _add_tool(server, wrapper, tool_kwargs, "@host_tool(server)")
         return wrapper
 
@@ -126,7 +137,7 @@ def sandboxed_resource(
     _check_server(server, "sandboxed_resource")
 
     def decorator(function: Callable[..., Any]) -> Callable[..., Any]:
-        wrapper = sandboxed(function, _RESOURCE, on_denial=on_denial, timeout=timeout)
+        wrapper = sandboxed(function, _RESOURCE, on_denial=_on_denial(on_denial), timeout=timeout)
         server.resource(uri, **resource_kwargs)(wrapper)
         return wrapper
 
@@ -145,7 +156,7 @@ def sandboxed_prompt(
     _check_server(server, "sandboxed_prompt")
 
     def decorator(function: Callable[..., Any]) -> Callable[..., Any]:
-        wrapper = sandboxed(function, _PROMPT, on_denial=on_denial, timeout=timeout)
+        wrapper = sandboxed(function, _PROMPT, on_denial=_on_denial(on_denial), timeout=timeout)
         server.prompt(**prompt_kwargs)(wrapper)
         return wrapper
 
@@ -160,7 +171,7 @@ def sandbox_lifespan(
     **settings: Any,
 ) -> Callable[[Any], contextlib.AbstractAsyncContextManager[Any]]:
     """A server lifespan that opens the sandbox once, for as long as the server runs:
-    ``MCPServer(name, lifespan=sandbox_lifespan())``.
+    ``MCPServer(name, lifespan=sandbox_lifespan())`` (mcp 1.x: ``FastMCP(name, ...)``).
 
     ``lifespan``: the application's own lifespan, entered inside the sandbox's (its value is
     the server's lifespan state). ``init_fn``, ``sandboxes_config`` and ``**settings``
@@ -186,14 +197,14 @@ def sandbox_lifespan(
 def _check_server(server: object, decorator: str) -> None:
     if not isinstance(server, _sdk.MCPServer):
         raise TypeError(
-            f"@{decorator}(server, ...) takes the MCPServer the tool belongs to first, "
+            f"@{decorator}(server, ...) takes the {_sdk.SERVER_CLASS} the tool belongs to first, "
             f"not {type(server).__name__}: write @{decorator}(server)"
         )
 
 
 def _add_tool(server: _sdk.MCPServer[Any], wrapper: Any, tool_kwargs: dict[str, Any], decorator: str) -> None:
     name = tool_kwargs.get("name") or wrapper.__name__
-    manager = getattr(server, "_tool_manager", None)
+    manager = _sdk.tool_manager(server)
     if manager is not None and manager.get_tool(name) is not None:
         # the SDK would keep the first one (an unsandboxed @server.tool() under ours) and warn
         raise TypeError(

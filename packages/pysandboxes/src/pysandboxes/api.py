@@ -103,14 +103,53 @@ class sandboxes:
             _leave(session)
 
     async def __aenter__(self) -> _Session:
-        import asyncio
-
-        return await asyncio.get_running_loop().run_in_executor(None, self.__enter__)
+        try:
+            session: _Session = await _off_the_loop(self.__enter__)
+        except _Cancelled as cancelled:  # entered, but the caller will never leave: leave now
+            if cancelled.done:
+                self.__exit__(None, None, None)
+            raise cancelled.error from None
+        return session
 
     async def __aexit__(self, *exc: object) -> None:
-        import asyncio
+        try:
+            await _off_the_loop(self.__exit__, *exc)
+        except _Cancelled as cancelled:  # left all the same (the child is stopped)
+            raise cancelled.error from None
 
-        await asyncio.get_running_loop().run_in_executor(None, self.__exit__, *exc)
+
+class _Cancelled(Exception):
+    """The task was cancelled while a thread entered or left the sandbox; ``done``: the thread
+    finished (it was waited for), ``error``: the cancellation to re-raise."""
+
+    def __init__(self, error: BaseException, done: bool) -> None:
+        self.error, self.done = error, done
+
+
+async def _off_the_loop(function: Callable[..., Any], *args: Any) -> Any:
+    """``function(*args)`` in a thread, not blocking the event loop; if the task is cancelled
+    meanwhile (a task group's cancel scope, Ctrl-C), the thread is still waited for — starting or
+    stopping the child is never left half done, nor a child left running — then ``_Cancelled``."""
+    import asyncio
+    import concurrent.futures
+
+    result: concurrent.futures.Future[Any] = concurrent.futures.Future()
+
+    def run() -> None:
+        try:
+            result.set_result(function(*args))
+        except BaseException as exc:
+            result.set_exception(exc)
+
+    threading.Thread(target=run, name="pysandboxes-enter", daemon=True).start()
+    try:
+        return await asyncio.shield(asyncio.wrap_future(result))
+    except asyncio.CancelledError as exc:
+        try:
+            result.result()  # blocks the loop for the (short) rest of the start or the stop
+        except Exception:
+            raise _Cancelled(exc, False) from None
+        raise _Cancelled(exc, True) from None
 
 
 def _rule_pairs(rules: Mapping[str, Any]) -> list[tuple[str, str]]:
