@@ -265,3 +265,79 @@ def test_the_profile_names_no_entry_of_the_temporary_directory(rules: Any) -> No
     assert named and all(any(p == s or p.startswith(f"{s}/") for s in shown) for p in named), named
     assert not [p for p in named if p.startswith(str(sibling))], named
     assert f"whitelist {rules.root}" in profile
+
+
+VANISHED = "Error disable file: fs.c:155 disable_file: No such file or directory"
+
+
+def _flaky_firejail(tmp_path: Path, failures: int, message: str) -> tuple[dict[str, str], Path]:
+    """A firejail that stops ``failures`` times with ``message`` before anything runs (as the
+    real one does when an entry it hides is removed between its check and its mount), then
+    is the real one: the PATH to use, and the file counting its starts."""
+    assert FIREJAIL is not None
+    bin_dir = tmp_path / "flaky-bin"
+    bin_dir.mkdir()
+    count = tmp_path / "starts"
+    script = bin_dir / "firejail"
+    script.write_text(
+        "#!/bin/sh\n"
+        f'n=$(cat {count} 2>/dev/null || echo 0); n=$((n + 1)); echo "$n" > {count}\n'
+        f'if [ "$n" -le {failures} ]; then\n'
+        f'  echo "{message}" >&2\n'
+        '  echo "Error: proc 1 cannot sync with peer: unexpected EOF" >&2\n'
+        "  exit 1\n"
+        "fi\n"
+        f'exec {FIREJAIL} "$@"\n'
+    )
+    script.chmod(0o755)
+    return {"PATH": f"{bin_dir}:{os.environ.get('PATH', '/usr/bin:/bin')}"}, count
+
+
+def test_a_start_stopped_by_a_vanished_entry_is_tried_again(box: Sandboxed, tmp_path: Path) -> None:
+    path, starts = _flaky_firejail(tmp_path, 1, VANISHED)
+    box.rules()
+    box.write("app.py", "import sys\nprint('ran')\nprint('to stderr', file=sys.stderr)\n")
+    done = box.sb("app.py", env={**box.environ, **path})
+    # firejail's words on the failed start are not shown; the program's own stderr is
+    assert (done.returncode, done.stdout, done.stderr) == (0, "ran\n", "to stderr\n"), done
+    assert starts.read_text() == "2\n"
+
+
+def test_a_start_stopped_for_another_reason_is_not_tried_again(box: Sandboxed, tmp_path: Path) -> None:
+    path, starts = _flaky_firejail(tmp_path, 1, "Error: cannot mount tmpfs on /run/firejail/mnt")
+    box.rules()
+    box.write("app.py", "open('ran', 'w').close()\n")
+    done = box.sb("app.py", env={**box.environ, **path})
+    assert done.returncode == 1
+    assert done.stderr.startswith("Error: cannot mount tmpfs on /run/firejail/mnt\n"), done
+    assert starts.read_text() == "1\n" and not (box.root / "ran").exists()
+
+
+def test_a_start_that_keeps_failing_gives_up_with_firejails_words(box: Sandboxed, tmp_path: Path) -> None:
+    path, starts = _flaky_firejail(tmp_path, 99, VANISHED)
+    box.rules()
+    box.write("app.py", "open('ran', 'w').close()\n")
+    done = box.sb("app.py", env={**box.environ, **path})
+    assert done.returncode == 1
+    assert done.stderr.count(VANISHED) == 1, done
+    assert starts.read_text() == "3\n" and not (box.root / "ran").exists()
+
+
+def test_partial_mode_tries_a_vanished_entry_start_again(box: Sandboxed, tmp_path: Path) -> None:
+    path, starts = _flaky_firejail(tmp_path, 1, VANISHED)
+    box.write("tools.py", "from pysandboxes import sandbox\n\n@sandbox\ndef add(a, b):\n    return a + b\n")
+    box.write(
+        "host.py",
+        "import tools\nfrom pysandboxes import sandboxes\nwith sandboxes():\n    print(tools.add(2, 3))\n",
+    )
+    box.rules()
+    done = subprocess.run(
+        [sys.executable, "host.py"],
+        cwd=box.root,
+        env={**box.environ, **path},
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert (done.returncode, done.stdout, done.stderr) == (0, "5\n", ""), done
+    assert starts.read_text() == "2\n"

@@ -694,6 +694,33 @@ def run_in_namespaces(
     exit status."""
     if provider == "unshare":
         return run_unshare_in_process(argv, command, policy, cwd, ipython=ipython)
+    if provider != "firejail":
+        return _launch(argv, command, policy, provider, cwd, ipython=ipython)
+    from .providers import firejail
+
+    for attempt in range(firejail.ATTEMPTS):
+        watch = firejail.SetupWatch()
+        try:
+            status = _launch(argv, command, policy, provider, cwd, ipython=ipython, watch=watch)
+        finally:
+            again = watch.finish(last=attempt == firejail.ATTEMPTS - 1)
+        if not again:
+            return status
+        debug(_LOGGER, "firejail stopped before the start (an entry it hides vanished): starting it again")
+    raise AssertionError("unreachable: the last attempt returns")
+
+
+def _launch(
+    argv: list[str],
+    command: CommandLine,
+    policy: Policy,
+    provider: str,
+    cwd: str,
+    *,
+    ipython: bool,
+    watch: Any = None,
+) -> int:
+    """One start of :func:`run_in_namespaces` (``watch``: a ``firejail.SetupWatch``)."""
     from .providers.namespaces import launcher, sandbox_view
     from .supervise import supervise
 
@@ -713,8 +740,17 @@ def run_in_namespaces(
     environment = _interpreter_environment(policy)
     # own_init: bwrap makes the interpreter PID 1 (--as-pid-1), which forks the program off and
     # stays a non-dumpable init (resume()): bwrap's own PID 1 would show its environment inside
+    # firejail's own standard error goes to the watch; the program's is this descriptor
+    real_stderr = os.dup(2) if watch is not None else None
     start, fds, extra, informs = launcher(
-        view, policy, provider, network, info_fd=info_w, limits=limits_of(policy), own_init=True
+        view,
+        policy,
+        provider,
+        network,
+        info_fd=info_w,
+        limits=limits_of(policy),
+        own_init=True,
+        stderr_fd=real_stderr,
     )
     environment.update(extra)
     if not informs:  # nobody writes it: the supervisor signals the launcher, which passes them on
@@ -739,9 +775,13 @@ def run_in_namespaces(
             cgroup=provider != "qemu",  # the virtual machine is the bound (its memory, its own kernel)
             exact=provider == "qemu",
             status_fd=status_r,
+            stderr_swap=(real_stderr, watch.write_fd) if real_stderr is not None else None,
+            on_parent=watch.launched if watch is not None else None,
         )
     finally:
         network.stop()
+        if real_stderr is not None:
+            os.close(real_stderr)
         if status_w is not None:
             os.close(status_w)
         for fd in fds:

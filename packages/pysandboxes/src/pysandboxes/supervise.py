@@ -57,6 +57,7 @@ def supervise(
     cgroup: bool = True,
     exact: bool = False,
     status_fd: int | None = None,
+    stderr_swap: tuple[int, int] | None = None,
 ) -> int | None:
     """Fork. In the child: return None (go on and run the program), or, with ``argv``, exec it
     (a namespace provider's launcher: bwrap, unshare) with SIGINT, SIGQUIT and SIGHUP blocked,
@@ -69,7 +70,9 @@ def supervise(
     namespace processes of os-sandbox=unshare). ``cgroup=False``: no cgroup (a virtual machine's
     launcher: the guest's kernel bounds the program). ``exact``: the launcher ends as its program
     did, dying of the same signal (qemu's): an exit status above 128 is then a status.
-    ``status_fd``: the read end of :func:`status_pipe` (closed here)."""
+    ``status_fd``: the read end of :func:`status_pipe` (closed here). ``stderr_swap``: ``(keep,
+    launcher)``: in the child, descriptor ``keep`` becomes the standard error the program must
+    have, and ``launcher`` the launcher's own (firejail's: ``firejail.SetupWatch``)."""
     group = Cgroup.create(limits) if cgroup else None
     relay = limits["limit-output"] is not None
     _become_subreaper()
@@ -88,6 +91,10 @@ def supervise(
             os.dup2(w, fd)
             os.close(r)
             os.close(w)
+        if stderr_swap is not None:
+            os.dup2(2, stderr_swap[0])
+            os.dup2(stderr_swap[1], 2)
+            os.close(stderr_swap[1])
         if argv is None:
             return None
         if info_fd is not None:

@@ -15,6 +15,8 @@ directory there): its other entries are hidden like any other.
 from __future__ import annotations
 
 import os
+import re
+import threading
 
 from ..errors import ProviderError
 
@@ -58,6 +60,77 @@ def _restricted_network() -> bool:
     except OSError:
         pass
     return False
+
+
+#: how often a sandbox is started when firejail stopped because an entry it hides vanished
+ATTEMPTS = 3
+#: firejail's words then: it checks each entry to hide, then mounts over it; an entry another
+#: process removes in between stops it ("disable file: ... No such file or directory") before
+#: anything of the program ran (reproduced with files made and removed in a hidden directory)
+_VANISHED = re.compile(rb"^Error disable file: .*No such file or directory$", re.MULTILINE)
+
+
+class SetupWatch:
+    """firejail's standard error (a pipe), held back until the shim inside the sandbox marks
+    the start (``seccomp.STARTED_MARK``), then copied to this process's standard error as it
+    comes. What firejail said when it stopped before the start is then known, and a start
+    that only failed on an entry vanishing under its feet is tried again, silently."""
+
+    def __init__(self) -> None:
+        self.read_fd, self.write_fd = os.pipe()
+        self.started = False
+        self.held = bytearray()
+        self.thread = threading.Thread(target=self._pump, name="pysandboxes-firejail-stderr", daemon=True)
+
+    def launched(self) -> None:
+        """The launcher runs (it holds the pipe's other end): watch it."""
+        os.close(self.write_fd)
+        self.write_fd = -1
+        self.thread.start()
+
+    def _pump(self) -> None:
+        from .seccomp import STARTED_MARK
+
+        try:
+            while data := os.read(self.read_fd, 65536):
+                if not self.started:
+                    self.held += data
+                    at = self.held.find(STARTED_MARK)
+                    if at < 0:
+                        continue
+                    self.started = True
+                    data = bytes(self.held[:at] + self.held[at + 1 :])
+                    self.held.clear()
+                _write_all(2, data)
+        except OSError:
+            pass
+        finally:
+            os.close(self.read_fd)
+
+    def finish(self, *, last: bool) -> bool:
+        """After the launcher's end: True when it should be started again (not on the
+        ``last`` attempt); otherwise what it said before any start is on standard error now."""
+        if self.write_fd >= 0:  # never launched
+            os.close(self.write_fd)
+            self.write_fd = -1
+            os.close(self.read_fd)
+            return False
+        self.thread.join(timeout=10)  # the launcher is gone: its pipe ends at once
+        if self.started or not self.held:
+            return False
+        if not last and _VANISHED.search(self.held):
+            return True
+        _write_all(2, bytes(self.held))
+        return False
+
+
+def _write_all(fd: int, data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        try:
+            view = view[os.write(fd, view) :]
+        except OSError:
+            return
 
 
 #: hidden through a pattern firejail expands itself, never entry by entry: their entries come

@@ -477,13 +477,15 @@ def launcher(
     info_fd: int | None = None,
     limits: Any = None,
     own_init: bool = False,
+    stderr_fd: int | None = None,
 ) -> tuple[list[str], list[int], dict[str, str], bool]:
     """The launcher's command line (the interpreter follows ``--``), the descriptors it must
     inherit (the broker's sandbox end is handed over with them: the caller closes them once
     the launcher runs), the variables to add to its environment, and whether it writes
     ``info_fd`` (bwrap's ``--info-fd``: the pid to signal). ``own_init``: under bwrap the
     interpreter is the PID namespace's process 1 and becomes its init itself
-    (``unshare_setup.become_init``)."""
+    (``unshare_setup.become_init``). ``stderr_fd`` (firejail): the program's standard error,
+    put in place by the shim; the launcher's own is then a ``firejail.SetupWatch`` pipe."""
     filter_fd = seccomp_fd(unix_sockets=unix_sockets(policy, provider))
     fds = [filter_fd, *([network.fd] if network.fd is not None else [])]
     network.fd = None
@@ -507,7 +509,8 @@ def launcher(
         # firejail brings its own seccomp filter; ours is stacked on it by a shim that runs
         # first in the sandbox (the caller's "--" that follows is skipped by the shim)
         argv, profile_fd = firejail_argv(view, policy.options_for("firejail"))
-        return [*argv, "--", *shim_argv(filter_fd, [])], [*fds, profile_fd], dict(network.env), False
+        shim = shim_argv(filter_fd, [], stderr_fd=stderr_fd)
+        return [*argv, "--", *shim], [*fds, profile_fd], dict(network.env), False
     from .unshare_setup import unshare_argv
 
     argv, extra, view_fd = unshare_argv(view, seccomp_fd=filter_fd, info_fd=info_fd)

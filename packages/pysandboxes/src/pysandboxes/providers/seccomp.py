@@ -379,28 +379,45 @@ def install(libc: Any, program: bytes) -> None:
         raise OSError(err, f"seccomp filter: {os.strerror(err)}")
 
 
-def shim_argv(filter_fd: int, argv: list[str]) -> list[str]:
+#: what the shim writes on the launcher's standard error, first thing inside the sandbox
+#: (``stderr_fd`` of :func:`shim_argv`): what came before is the launcher's own setup
+STARTED_MARK = b"\0"
+
+
+def shim_argv(filter_fd: int, argv: list[str], *, stderr_fd: int | None = None) -> list[str]:
     """``argv`` started through a fresh interpreter that first installs the filter read from
     descriptor ``filter_fd`` (for a launcher that cannot load one itself: firejail brings its
-    own filter, and ours is stacked on it, so both hold)."""
+    own filter, and ours is stacked on it, so both hold). ``stderr_fd``: the program's real
+    standard error; the launcher's is a pipe its caller watches, on which the shim writes
+    :data:`STARTED_MARK` before it puts ``stderr_fd`` in its place."""
     import sys
 
     root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
     boot = (
         f"import sys; sys.path.insert(0, {root!r}); from pysandboxes.providers.seccomp import _shim; _shim()"
     )
-    return [sys.executable, "-I", "-S", "-c", boot, str(filter_fd), *argv]
+    fds = str(filter_fd) if stderr_fd is None else f"{filter_fd},{stderr_fd}"
+    return [sys.executable, "-I", "-S", "-c", boot, fds, *argv]
 
 
 def _shim() -> None:
-    """``python -c BOOT FD PROGRAM ARG...``: install the filter of ``FD``, then exec PROGRAM."""
+    """``python -c BOOT FD[,STDERR] PROGRAM ARG...``: install the filter of ``FD``, then exec
+    PROGRAM (with ``STDERR`` as its standard error, once the start is marked)."""
     import ctypes
     import sys
 
-    fd, argv = int(sys.argv[1]), sys.argv[2:]
+    first, _, err = sys.argv[1].partition(",")
+    argv = sys.argv[2:]
     if argv[:1] == ["--"]:  # the launcher's caller ends the launcher's options with it
         argv = argv[1:]
-    with os.fdopen(fd, "rb") as f:
+    if err:
+        try:  # noqa: SIM105 - contextlib is not loaded in this interpreter
+            os.write(2, STARTED_MARK)
+        except OSError:
+            pass  # nobody watches any more: the program's own stream is what matters
+        os.dup2(int(err), 2)
+        os.close(int(err))
+    with os.fdopen(int(first), "rb") as f:
         program = f.read()
     libc = ctypes.CDLL(None, use_errno=True)
     try:

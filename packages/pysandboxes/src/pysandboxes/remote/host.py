@@ -239,6 +239,23 @@ class Child:
     # -- life cycle -----------------------------------------------------------------------
 
     def start(self) -> None:
+        """Start the child; under firejail, again when firejail stopped before it started
+        because an entry it hides vanished (``firejail.SetupWatch``)."""
+        if self.provider != "firejail":
+            self._start(None)
+            return
+        from ..providers import firejail
+
+        for attempt in range(firejail.ATTEMPTS):
+            watch = firejail.SetupWatch()
+            try:
+                self._start(watch)
+                return
+            except SandBoxError:
+                if not watch.finish(last=attempt == firejail.ATTEMPTS - 1):
+                    raise
+
+    def _start(self, watch: Any) -> None:
         import json
         import socket
         import subprocess
@@ -261,7 +278,8 @@ class Child:
         ]
         fds = [child.fileno(), handoff]
         if self.provider in LAUNCHED:
-            launcher, extra, more_env = self._launcher()
+            # firejail: its own stderr goes to the watch, the shim puts err_w in the child's place
+            launcher, extra, more_env = self._launcher(stderr_fd=err_w if watch is not None else None)
             argv = [*launcher, "--", *argv]
             fds += extra
             env.update(more_env)
@@ -281,14 +299,16 @@ class Child:
             self.process = _in_spawner_thread(
                 subprocess.Popen,
                 argv,
-                pass_fds=tuple(fds),
+                pass_fds=(*fds, *([err_w] if watch is not None else [])),
                 stdin=gate[0] if gate is not None else subprocess.DEVNULL,
                 stdout=out_w,
-                stderr=err_w,
+                stderr=watch.write_fd if watch is not None else err_w,
                 env=env,
                 cwd=self.settings["cwd"],
                 start_new_session=True,
             )
+            if watch is not None:
+                watch.launched()
             if cgroup is not None:
                 try:
                     cgroup.add(self.process.pid)
@@ -324,7 +344,7 @@ class Child:
             threading.Thread(target=self._read_for_coroutines, name="pysandboxes-reader", daemon=True).start()
         del ready
 
-    def _launcher(self) -> tuple[list[str], list[int], dict[str, str]]:
+    def _launcher(self, *, stderr_fd: int | None = None) -> tuple[list[str], list[int], dict[str, str]]:
         """bwrap's or unshare's command line for the child, and the descriptors it reads."""
         from ..providers.namespaces import launcher, sandbox_view
 
@@ -336,7 +356,9 @@ class Child:
 
             policy = policy.pin_hostnames(_resolve)
         view, self.network = sandbox_view(policy, self.provider, files, self.settings["cwd"])
-        argv, fds, env, _info = launcher(view, self.policy, self.provider, self.network, limits=self.limits)
+        argv, fds, env, _info = launcher(
+            view, self.policy, self.provider, self.network, limits=self.limits, stderr_fd=stderr_fd
+        )
         return argv, fds, env
 
     def _stop_network(self) -> None:
