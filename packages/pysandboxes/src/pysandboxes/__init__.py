@@ -34,6 +34,7 @@ _LAZY = {
     "EvalSyntaxRejected": "errors",
     "EvalInterrupted": "errors",
     "guarded_eval": "evaluation",
+    "load_dotenv": "_dotenv",
 }
 
 
@@ -71,6 +72,7 @@ __all__ = [
     "denial_text",
     "guarded_eval",
     "is_in_sandbox",
+    "load_dotenv",
     "run",
     "sandbox",
     "sandbox_denials",

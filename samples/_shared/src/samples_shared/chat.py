@@ -11,7 +11,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from pysandboxes import is_in_sandbox
+from pysandboxes import load_dotenv
 
 __all__ = ["chat_loop", "load_env"]
 
@@ -19,11 +19,7 @@ __all__ = ["chat_loop", "load_env"]
 def load_env(sample: Path) -> None:
     """The keys of ``sample/.env``, once, in the host. Under python-sb the program gets only
     what its env= rules forward (the Makefile exports .env first), and reads no file for it."""
-    if is_in_sandbox():
-        return
-    from dotenv import load_dotenv
-
-    load_dotenv(sample / ".env")
+    load_dotenv(sample / ".env")  # in a sandbox: nothing read
 
 
 def chat_loop(turn: Callable[[str], str]) -> int:

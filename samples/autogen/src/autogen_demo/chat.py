@@ -9,7 +9,7 @@ import sys
 from autogen_agentchat.agents import AssistantAgent
 
 import pysandboxes
-from pysandboxes import is_in_sandbox
+from pysandboxes import load_dotenv
 
 from .agent import build_agent, chat_model
 from .tools import PROFILE, SAMPLE
@@ -18,11 +18,7 @@ from .tools import PROFILE, SAMPLE
 def load_env() -> None:
     """The keys of ``.env``, once, in the host. Under python-sb the program gets only what its
     env= rules forward (the Makefile exports .env first), and reads no file for it."""
-    if is_in_sandbox():
-        return
-    from dotenv import load_dotenv
-
-    load_dotenv(SAMPLE / ".env")
+    load_dotenv(SAMPLE / ".env")  # in a sandbox: nothing read
 
 
 async def ask(agent: AssistantAgent, text: str) -> str:

@@ -10,7 +10,7 @@ import sys
 from google.adk.agents.run_config import RunConfig
 from google.genai import types
 
-from pysandboxes import is_in_sandbox, sandboxes
+from pysandboxes import load_dotenv, sandboxes
 
 from .agent import APP, build_runner
 from .tools import PROFILE, SAMPLE
@@ -26,11 +26,7 @@ def load_env() -> None:
     the variables are the ones read here. Under python-sb the program gets only what its env=
     rules forward (the Makefile exports .env first), and reads no file for it."""
     os.environ.setdefault("ADK_DISABLE_LOAD_DOTENV", "1")
-    if is_in_sandbox():
-        return
-    from dotenv import load_dotenv
-
-    load_dotenv(SAMPLE / ".env")
+    load_dotenv(SAMPLE / ".env")  # in a sandbox: nothing read
 
 
 def answer(events: list[object]) -> str:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import sys
 
-from pysandboxes import is_in_sandbox, sandboxes
+from pysandboxes import load_dotenv, sandboxes
 
 from .agent import build_agent
 from .tools import PROFILE, SAMPLE
@@ -14,11 +14,7 @@ from .tools import PROFILE, SAMPLE
 def load_env() -> None:
     """The keys of ``.env``, once, in the host. Under python-sb the program gets only what its
     env= rules forward (the Makefile exports .env first), and reads no file for it."""
-    if is_in_sandbox():
-        return
-    from dotenv import load_dotenv
-
-    load_dotenv(SAMPLE / ".env")
+    load_dotenv(SAMPLE / ".env")  # in a sandbox: nothing read
 
 
 def main() -> int:

@@ -267,6 +267,8 @@ class Child:
         out_r, out_w = os.pipe()
         err_r, err_w = os.pipe()
         env = dict(self.policy.environment)
+        if self.learner is not None:  # a library's load_dotenv() in the child would turn the
+            env.setdefault("PYTHON_DOTENV_DISABLED", "1")  # host's .env into rules (docs/learning.md)
         env["PYSANDBOXES_CHILD"] = f"{child.fileno()},{handoff}"
         root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
         # -u: what the function prints reaches the pipe at once, in the order written
