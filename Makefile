@@ -10,7 +10,7 @@ UV ?= $(shell command -v uv 2>/dev/null || echo python3 -m uv)
 VENV := .venv
 STAMP := $(VENV)/.synced
 
-.PHONY: help demo test test-integrations samples-test learn learn-check lint bench compat bootstrap clean
+.PHONY: help demo test test-fast test-integrations samples-test learn learn-check lint bench compat bootstrap clean
 
 # the samples (samples/<name>/, docs/samples.md); _shared is their common helper, not a sample
 SAMPLES := $(filter-out _shared,$(notdir $(patsubst %/,%,$(wildcard samples/*/))))
@@ -18,6 +18,7 @@ SAMPLES := $(filter-out _shared,$(notdir $(patsubst %/,%,$(wildcard samples/*/))
 help:
 	@echo "make demo   - a program under its rules, an agent's tools confined, then init, check, explain a rule file"
 	@echo "make test   - run the whole test suite (the core's, then every adapter's)"
+	@echo "make test-fast - the core's tests without the virtual-machine ones (-m 'not vm'), for a quick local run"
 	@echo "make test-integrations - each adapter's tests, in its own environment (.venv-int/<name>)"
 	@echo "make samples-test - each sample's tests, in its own environment (.venv-samples/<name>)"
 	@echo "make learn  - every sample's learning run; make learn-check fails when one proposes a new right"
@@ -43,6 +44,10 @@ test: $(STAMP)
 	@$(MAKE) --no-print-directory test-integrations
 	@$(MAKE) --no-print-directory samples-test
 	@$(MAKE) --no-print-directory learn-check
+
+# the core's suite without the qemu guests (the "vm" marker): a quick local run; CI runs `make test`
+test-fast: $(STAMP)
+	$(UV) run --locked --no-sync pytest -q -m "not vm"
 
 # Each adapter's tests run in an environment synced for it alone (frameworks conflict), under the
 # root pytest configuration (filterwarnings=error, xfail_strict).

@@ -50,6 +50,8 @@ from .test_namespaces import (
     run_partial_host,
 )
 
+pytestmark = pytest.mark.vm  # each test boots a guest: `make test-fast` leaves them out
+
 BIN = Path(sys.executable).parent
 PYTHON_SB = str(BIN / "python-sb")
 #: every run that boots a guest (TCG: ~5-8 s; the first one also builds the cache)
