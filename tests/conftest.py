@@ -4,6 +4,7 @@ machine's environment (``environ=`` and ``cwd=`` are always given, HOME is a tem
 from __future__ import annotations
 
 import os
+import signal
 from collections.abc import Callable, Mapping
 from pathlib import Path
 
@@ -11,6 +12,13 @@ import pytest
 
 from pysandboxes.errors import RuleProblem, RuleSyntaxError
 from pysandboxes.rules import RULE_FILE_NAME, Policy, load_policy
+
+# A run started in the background by a non-interactive shell (`make test &`, nohup in a
+# subshell) inherits SIGINT ignored, and so does every program the tests start, which then
+# cannot be interrupted (python itself keeps an inherited SIG_IGN): the Ctrl-C tests would
+# fail for the way the suite was started. The programs start as from a terminal.
+if signal.getsignal(signal.SIGINT) == signal.SIG_IGN:
+    signal.signal(signal.SIGINT, signal.default_int_handler)
 
 
 class Rules:

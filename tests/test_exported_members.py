@@ -11,7 +11,15 @@ PUBLIC = {
     *("RuleModuleNotFoundError", "RulePermissionError", "RuleSocketConnectionRefusedError"),
     *("RuleSyntaxError", "SandBoxBaseExceptionError", "SandBoxCPUTimeError", "SandBoxError"),
     *("SandBoxMemoryError", "SandBoxProtocolError", "SandBoxRemoteError", "SandBoxResourceError"),
-    *("SandBoxTimeoutError", "__version__", "denial_text", "guarded_eval", "is_in_sandbox", "run"),
+    *(
+        "SandBoxTimeoutError",
+        "__version__",
+        "denial_text",
+        "guarded_eval",
+        "is_in_sandbox",
+        "load_dotenv",
+        "run",
+    ),
     *("sandbox", "sandbox_denials", "sandboxes"),
 }
 
