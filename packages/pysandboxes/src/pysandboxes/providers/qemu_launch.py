@@ -245,15 +245,22 @@ class Launcher:
             on_control=self._control,
             on_closed=lambda: self._closed() if attempt == self.attempt else None,
         )
-        self.qemu = subprocess.Popen(
-            self._argv(accel, theirs.fileno()),
-            pass_fds=(theirs.fileno(),),
-            stdin=subprocess.DEVNULL,
-            # the console (-serial stdio) goes to stderr: stdout is the program's
-            stdout=2 if self.settings["show_boot_console"] else subprocess.PIPE,
-            stderr=subprocess.PIPE,
-            preexec_fn=functools.partial(_detach_and_follow, os.getpid()),
-        )
+        # a signal that comes while QEMU is started waits until self.qemu holds it: the handler
+        # then stops it and waits for it (handled in between, it found no QEMU and left one to
+        # die of its PDEATHSIG after the launcher, still running when the launcher was gone)
+        signal.pthread_sigmask(signal.SIG_BLOCK, _FORWARDED)
+        try:
+            self.qemu = subprocess.Popen(
+                self._argv(accel, theirs.fileno()),
+                pass_fds=(theirs.fileno(),),
+                stdin=subprocess.DEVNULL,
+                # the console (-serial stdio) goes to stderr: stdout is the program's
+                stdout=2 if self.settings["show_boot_console"] else subprocess.PIPE,
+                stderr=subprocess.PIPE,
+                preexec_fn=functools.partial(_detach_and_follow, os.getpid()),
+            )
+        finally:
+            signal.pthread_sigmask(signal.SIG_UNBLOCK, _FORWARDED)
         theirs.close()
         self.console = []
         for stream in (self.qemu.stdout, self.qemu.stderr):
@@ -446,6 +453,7 @@ def _detach_and_follow(parent: int) -> None:
     import ctypes
 
     os.setsid()
+    signal.pthread_sigmask(signal.SIG_UNBLOCK, _FORWARDED)  # blocked around the fork (_start)
     ctypes.CDLL(None).prctl(1, signal.SIGKILL, 0, 0, 0)  # PR_SET_PDEATHSIG
     if os.getppid() != parent:  # the launcher died before the line above
         os._exit(1)
