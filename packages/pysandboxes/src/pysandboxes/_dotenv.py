@@ -39,18 +39,19 @@ def load_dotenv(
     while a sandbox is open, it still loads, and warns: the running child keeps the
     environment it started with.
     """
-    from .api import _Session, is_in_sandbox
+    from ._state import State
 
-    if is_in_sandbox():
+    if State.in_sandbox:
         debug(_LOGGER, "load_dotenv() in the sandbox: nothing read (env= rules give the variables)")
         return False
     if os.environ.get("PYTHON_DOTENV_DISABLED", "").strip().lower() in _TRUE:
         debug(_LOGGER, "load_dotenv(): PYTHON_DOTENV_DISABLED is set, nothing read")
         return False
     if dotenv_path is None:
-        found = _find(_caller_directory())
+        start = _caller_directory()
+        found = _find(start)
         if found is None:
-            debug(_LOGGER, "load_dotenv(): no .env from %s upwards", _caller_directory())
+            debug(_LOGGER, "load_dotenv(): no .env from %s upwards", start)
             return False
         path = found
     else:
@@ -68,6 +69,8 @@ def load_dotenv(
             ) from None
         done = bool(dotenv.load_dotenv(path, override=override, interpolate=interpolate, encoding=encoding))
         _loaded.add(path)
+    from .api import _Session  # the host: partial mode's state
+
     if _Session.current is not None:
         import warnings
 

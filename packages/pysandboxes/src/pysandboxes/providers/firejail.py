@@ -89,6 +89,7 @@ class SetupWatch:
         self.thread.start()
 
     def _pump(self) -> None:
+        from ..supervise import _write_all
         from .seccomp import STARTED_MARK
 
         try:
@@ -120,17 +121,10 @@ class SetupWatch:
             return False
         if not last and _VANISHED.search(self.held):
             return True
+        from ..supervise import _write_all
+
         _write_all(2, bytes(self.held))
         return False
-
-
-def _write_all(fd: int, data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        try:
-            view = view[os.write(fd, view) :]
-        except OSError:
-            return
 
 
 #: hidden through a pattern firejail expands itself, never entry by entry: their entries come
